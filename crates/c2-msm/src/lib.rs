@@ -1,0 +1,104 @@
+//! Multi-scalar multiplication (MSM) over BLS12-381, the stage that dominates
+//! Groth16 proving.
+//!
+//! The [`Msm`] trait is the host-level stage boundary: bases and scalars in,
+//! one point out, with an optional [`Density`] mask. [`CpuMsm`] runs blst's
+//! Pippenger and is the oracle every other implementation is tested against.
+//!
+//! ```
+//! use c2_msm::{CpuMsm, Msm};
+//! use group::{prime::PrimeCurveAffine, Group};
+//! let bases = vec![blstrs::G1Affine::generator(); 3];
+//! let scalars = vec![blstrs::Scalar::from(2u64); 3];
+//! let sum = CpuMsm::default().msm_g1(&bases, &scalars, None).unwrap();
+//! assert_eq!(sum, blstrs::G1Projective::generator() * blstrs::Scalar::from(6u64));
+//! ```
+#![deny(missing_docs)]
+
+mod cpu;
+mod density;
+
+pub use cpu::{naive_msm, CpuMsm};
+pub use density::Density;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+
+/// Errors of the MSM stage.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum MsmError {
+    /// The density mask and the scalar vector disagree in length.
+    #[error("{query}: density mask has {mask} bits but there are {scalars} scalars")]
+    MaskLength {
+        /// Which query (for messages), e.g. "A aux".
+        query: &'static str,
+        /// Bits in the mask.
+        mask: usize,
+        /// Scalars given.
+        scalars: usize,
+    },
+    /// Fewer bases than the scalars (or set mask bits) need.
+    #[error("{query}: {needed} bases needed but only {available} available")]
+    TooFewBases {
+        /// Which query.
+        query: &'static str,
+        /// Bases needed.
+        needed: usize,
+        /// Bases given.
+        available: usize,
+    },
+    /// A backend failure (for example a GPU error), with its message.
+    #[error("{backend} MSM backend failed: {message}")]
+    Backend {
+        /// The backend's name.
+        backend: &'static str,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// A multi-scalar multiplication backend: computes `sum_i scalars[i] * bases[j(i)]`
+/// where, without a mask, `j(i) = i`, and with a mask only scalars whose bit is
+/// set take part and the `k`-th of them meets `bases[k]`.
+///
+/// Extra bases beyond those needed are ignored (Groth16 parameter vectors are
+/// shared by the input and aux parts of a query and sliced by the caller).
+pub trait Msm: Send + Sync {
+    /// A short name for logs and reports.
+    fn name(&self) -> &'static str;
+
+    /// MSM in G1.
+    fn msm_g1(
+        &self,
+        bases: &[G1Affine],
+        scalars: &[Scalar],
+        mask: Option<&Density>,
+    ) -> Result<G1Projective, MsmError>;
+
+    /// MSM in G2.
+    fn msm_g2(
+        &self,
+        bases: &[G2Affine],
+        scalars: &[Scalar],
+        mask: Option<&Density>,
+    ) -> Result<G2Projective, MsmError>;
+}
+
+/// Checks a request's shape and returns how many bases it needs.
+pub fn check_shape(
+    query: &'static str,
+    bases: usize,
+    scalars: usize,
+    mask: Option<&Density>,
+) -> Result<usize, MsmError> {
+    let needed = match mask {
+        Some(m) if m.len() != scalars => {
+            return Err(MsmError::MaskLength { query, mask: m.len(), scalars })
+        }
+        Some(m) => m.count_ones(),
+        None => scalars,
+    };
+    if bases < needed {
+        return Err(MsmError::TooFewBases { query, needed, available: bases });
+    }
+    Ok(needed)
+}
