@@ -1,0 +1,205 @@
+//! `WitnessCs`: a constraint system that records what a Groth16 prover needs.
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use c2_msm::Density;
+use ff::Field;
+
+/// One synthesized circuit, owned: everything the NTT and MSM stages read.
+///
+/// Field by field identical to what bellperson 0.27's prover builds, so a
+/// proof from it is bit-identical to bellperson's for the same `r`, `s`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Synthesized {
+    /// `<A_j, z>` for every constraint `j` (the input constraints included).
+    pub a: Vec<Scalar>,
+    /// `<B_j, z>` per constraint.
+    pub b: Vec<Scalar>,
+    /// `<C_j, z>` per constraint.
+    pub c: Vec<Scalar>,
+    /// Public inputs; element 0 is the constant ONE.
+    pub input_assignment: Vec<Scalar>,
+    /// Private (auxiliary) variables.
+    pub aux_assignment: Vec<Scalar>,
+    /// Aux variables that occur in some A term (inputs are always dense in A).
+    pub a_aux_density: Density,
+    /// Inputs that occur in some B term.
+    pub b_input_density: Density,
+    /// Aux variables that occur in some B term.
+    pub b_aux_density: Density,
+}
+
+impl Synthesized {
+    /// Number of constraints, the input constraints included.
+    pub fn num_constraints(&self) -> usize {
+        self.a.len()
+    }
+    /// Number of public inputs, ONE included.
+    pub fn num_inputs(&self) -> usize {
+        self.input_assignment.len()
+    }
+    /// Number of aux variables.
+    pub fn num_aux(&self) -> usize {
+        self.aux_assignment.len()
+    }
+    /// Bytes held (for memory budgets and reports).
+    pub fn heap_bytes(&self) -> usize {
+        let s = std::mem::size_of::<Scalar>();
+        (self.a.len() + self.b.len() + self.c.len() + self.num_inputs() + self.num_aux()) * s
+            + (self.a_aux_density.len() + self.b_input_density.len() + self.b_aux_density.len()) / 8
+    }
+}
+
+/// The constraint system behind [`synthesize`]: records assignments, A/B/C
+/// evaluations and densities, and nothing else (no names, no constraint
+/// matrices), like bellperson's `ProvingAssignment`.
+#[derive(Debug, Default, PartialEq)]
+pub struct WitnessCs {
+    out: Synthesized,
+}
+
+impl WitnessCs {
+    /// The recorded result.
+    pub fn into_synthesized(self) -> Synthesized {
+        self.out
+    }
+}
+
+/// Evaluates `lc` at the current assignment and marks the variables it uses
+/// with a non-zero coefficient in the given masks (bellperson's
+/// `eval_with_trackers`: zero coefficients neither add nor mark).
+fn eval_tracked(
+    lc: &LinearCombination<Scalar>,
+    mut input_density: Option<&mut Density>,
+    mut aux_density: Option<&mut Density>,
+    inputs: &[Scalar],
+    aux: &[Scalar],
+) -> Scalar {
+    let mut acc = Scalar::ZERO;
+    for (&i, coeff) in lc.iter_inputs() {
+        if !bool::from(coeff.is_zero()) {
+            acc += if *coeff == Scalar::ONE { inputs[i] } else { inputs[i] * coeff };
+            if let Some(d) = input_density.as_deref_mut() {
+                d.set(i);
+            }
+        }
+    }
+    for (&i, coeff) in lc.iter_aux() {
+        if !bool::from(coeff.is_zero()) {
+            acc += if *coeff == Scalar::ONE { aux[i] } else { aux[i] * coeff };
+            if let Some(d) = aux_density.as_deref_mut() {
+                d.set(i);
+            }
+        }
+    }
+    acc
+}
+
+impl ConstraintSystem<Scalar> for WitnessCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.out.aux_assignment.push(f()?);
+        self.out.a_aux_density.push(false);
+        self.out.b_aux_density.push(false);
+        Ok(Variable::new_unchecked(Index::Aux(self.out.aux_assignment.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.out.input_assignment.push(f()?);
+        self.out.b_input_density.push(false);
+        Ok(Variable::new_unchecked(Index::Input(self.out.input_assignment.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        let a = a(LinearCombination::zero());
+        let b = b(LinearCombination::zero());
+        let c = c(LinearCombination::zero());
+        let o = &mut self.out;
+        let (inputs, aux) = (&o.input_assignment, &o.aux_assignment);
+        // Inputs are dense in A by construction (the `x · 0 = 0` constraints).
+        let a_val = eval_tracked(&a, None, Some(&mut o.a_aux_density), inputs, aux);
+        let b_val = eval_tracked(
+            &b,
+            Some(&mut o.b_input_density),
+            Some(&mut o.b_aux_density),
+            inputs,
+            aux,
+        );
+        // C has no query of its own (it is folded into L), so no density.
+        let c_val = eval_tracked(&c, None, None, inputs, aux);
+        o.a.push(a_val);
+        o.b.push(b_val);
+        o.c.push(c_val);
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends a separately synthesized sub-system (which starts with its own
+    /// ONE input), as bellperson's `ProvingAssignment::extend` does.
+    fn extend(&mut self, other: &Self) {
+        let (o, x) = (&mut self.out, &other.out);
+        o.a_aux_density.extend(&x.a_aux_density, false);
+        o.b_input_density.extend(&x.b_input_density, true);
+        o.b_aux_density.extend(&x.b_aux_density, false);
+        o.a.extend_from_slice(&x.a);
+        o.b.extend_from_slice(&x.b);
+        o.c.extend_from_slice(&x.c);
+        o.input_assignment.extend_from_slice(x.input_assignment.get(1..).unwrap_or(&[]));
+        o.aux_assignment.extend_from_slice(&x.aux_assignment);
+    }
+}
+
+/// Synthesizes `circuit` the way bellperson's Groth16 prover does: allocate
+/// the ONE input, run the circuit, then add `input_i · 0 = 0` for every input
+/// (which makes the input part of the A query dense and binds the inputs).
+pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Synthesized, SynthesisError> {
+    let mut cs = WitnessCs::new();
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    for i in 0..cs.out.input_assignment.len() {
+        cs.enforce(
+            || "input binding",
+            |lc| lc + Variable::new_unchecked(Index::Input(i)),
+            |lc| lc,
+            |lc| lc,
+        );
+    }
+    Ok(cs.into_synthesized())
+}

@@ -1,0 +1,314 @@
+//! One sector's C2 work: the C1 output with its typed StackedDrg context.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use bellperson::groth16;
+use blstrs::{Bls12, Scalar};
+use filecoin_hashers::{Domain, Hasher};
+use filecoin_proofs::{
+    as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher,
+    PoRepConfig, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB,
+    SectorShape8MiB, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB,
+    SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
+};
+use filecoin_proofs_api::seal::SealCommitPhase1Output;
+use rand_core::RngCore;
+use rayon::prelude::*;
+use storage_proofs_core::{
+    api_version::ApiFeature,
+    compound_proof::{self, CompoundProof},
+    drgraph::Graph,
+    merkle::MerkleTreeTrait,
+    parameter_cache::CacheableParameters,
+    proof::ProofScheme,
+};
+use storage_proofs_porep::stacked::{
+    self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau,
+};
+
+use crate::{synthesize, SynthError, Synthesized};
+
+/// How synthesis runs.
+#[derive(Clone, Debug)]
+pub struct SynthConfig {
+    /// Partitions synthesized at the same time. Each 32 GiB partition holds
+    /// ~130 M constraints (~20 GB of a/b/c/aux), so this is a memory bound as
+    /// much as a CPU one. Default: 2.
+    pub max_parallel: usize,
+}
+
+impl Default for SynthConfig {
+    fn default() -> Self {
+        Self { max_parallel: 2 }
+    }
+}
+
+/// One sector's proof instance: everything needed to build and check the
+/// per-partition circuits. Object-safe, so the scheduler and the facade need
+/// not know the sector's Merkle tree shape.
+pub trait PorepInstance: Send + Sync {
+    /// Number of partitions (one Groth16 proof each).
+    fn num_partitions(&self) -> usize;
+
+    /// Sector size in bytes (for messages and reports).
+    fn sector_size(&self) -> u64;
+
+    /// The parameter set's identifier as filecoin-proofs names its cache
+    /// files (`v28-<id>.params`), e.g.
+    /// `stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-<hash>`.
+    fn parameter_id(&self) -> &str;
+
+    /// Verifies the vanilla proofs against the public inputs (cheap, and it
+    /// catches a tampered or mismatched C1 before any heavy work).
+    fn check_vanilla_proofs(&self) -> Result<(), SynthError>;
+
+    /// Builds partition `k`'s circuit and synthesizes it.
+    fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError>;
+
+    /// The public inputs of partition `k`, as a verifier computes them.
+    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError>;
+
+    /// Generates random Groth16 parameters for this circuit shape. For tests
+    /// and benchmarks only: real provers use the published parameters.
+    fn generate_parameters(
+        &self,
+        rng: &mut dyn RngCore,
+    ) -> Result<groth16::Parameters<Bls12>, SynthError>;
+}
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
+
+/// A StackedDrg PoRep instance for the Merkle tree shape `Tree`.
+pub struct StackedInstance<Tree: 'static + MerkleTreeTrait> {
+    vanilla_params: stacked::PublicParams<Tree>,
+    public_inputs: stacked::PublicInputs<TreeDomain<Tree>, PieceDomain>,
+    vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    parameter_id: String,
+    sector_size: u64,
+}
+
+type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
+
+/// Runs `f`, turning a panic inside third-party code (storage-proofs on
+/// malformed proofs) into a typed error instead of unwinding into the caller.
+fn no_panic<T>(partition: usize, f: impl FnOnce() -> Result<T, SynthError>) -> Result<T, SynthError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
+        let message = p
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panic".into());
+        Err(SynthError::Circuit { partition, message: format!("panicked: {message}") })
+    })
+}
+
+impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
+    /// An instance from its parts, for set-ups that are not registered proof
+    /// types (tests, demos). `vanilla_proofs[k]` are partition `k`'s
+    /// challenge proofs.
+    pub fn new(
+        vanilla_params: stacked::PublicParams<Tree>,
+        public_inputs: stacked::PublicInputs<TreeDomain<Tree>, PieceDomain>,
+        vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
+    ) -> Result<Self, SynthError> {
+        if vanilla_proofs.is_empty() || vanilla_proofs.iter().any(|p| p.is_empty()) {
+            return Err(SynthError::NoVanillaProofs);
+        }
+        let parameter_id =
+            <Compound<Tree> as CacheableParameters<StackedCircuit<Tree, DefaultPieceHasher>, _>>::cache_identifier(
+                &vanilla_params,
+            );
+        let sector_size = (vanilla_params.graph.size() * 32) as u64;
+        Ok(Self { vanilla_params, public_inputs, vanilla_proofs, parameter_id, sector_size })
+    }
+
+    /// Builds the instance for a registered proof's C1 output, with the same
+    /// checks and set-up as `filecoin_proofs::seal_commit_phase2`, plus a check
+    /// that the replica id derives from `prover_id` and `sector_id` (the
+    /// verifier recomputes it; a mismatch could never verify).
+    fn from_c1(
+        c1: &SealCommitPhase1Output,
+        config: &PoRepConfig,
+        prover_id: [u8; 32],
+        sector_id: u64,
+    ) -> Result<Self, SynthError> {
+        if c1.comm_d == [0; 32] {
+            return Err(SynthError::ZeroCommitment("comm_d"));
+        }
+        if c1.comm_r == [0; 32] {
+            return Err(SynthError::ZeroCommitment("comm_r"));
+        }
+        if c1.seed == [0; 32] {
+            return Err(SynthError::ZeroCommitment("seed"));
+        }
+        let vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
+            c1.vanilla_proofs.clone().try_into().map_err(|e: anyhow::Error| {
+                SynthError::VanillaProofShape {
+                    registered_proof: format!("{:?}", c1.registered_proof),
+                    reason: e.to_string(),
+                }
+            })?;
+        let partitions = usize::from(config.partitions);
+        if vanilla_proofs.len() != partitions {
+            return Err(SynthError::PartitionCount { expected: partitions, actual: vanilla_proofs.len() });
+        }
+        let comm_r: TreeDomain<Tree> = as_safe_commitment(&c1.comm_r, "comm_r")
+            .map_err(|_| SynthError::InvalidCommitment("comm_r"))?;
+        let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
+            .map_err(|_| SynthError::InvalidCommitment("comm_d"))?;
+
+        let expected_replica_id = generate_replica_id::<Tree::Hasher, _>(
+            &prover_id,
+            sector_id,
+            &c1.ticket,
+            comm_d,
+            &config.porep_id,
+        );
+        let c1_replica_id: Scalar = c1.replica_id.into();
+        let c1_replica_id: TreeDomain<Tree> = c1_replica_id.into();
+        if c1_replica_id != expected_replica_id {
+            return Err(SynthError::ReplicaIdMismatch);
+        }
+
+        let setup = compound_proof::SetupParams {
+            vanilla_params: setup_params(config)
+                .map_err(|e| SynthError::Unsupported(e.to_string()))?,
+            partitions: Some(partitions),
+            priority: false,
+        };
+        let public_params = <Compound<Tree> as CompoundProof<
+            StackedDrg<'_, Tree, DefaultPieceHasher>,
+            _,
+        >>::setup(&setup)
+        .map_err(|e| SynthError::Unsupported(e.to_string()))?;
+
+        let public_inputs = stacked::PublicInputs {
+            replica_id: c1_replica_id,
+            tau: Some(Tau { comm_d, comm_r }),
+            k: None,
+            seed: Some(c1.seed),
+        };
+        Self::new(public_params.vanilla_params, public_inputs, vanilla_proofs)
+    }
+}
+
+impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
+    fn num_partitions(&self) -> usize {
+        self.vanilla_proofs.len()
+    }
+
+    fn sector_size(&self) -> u64 {
+        self.sector_size
+    }
+
+    fn parameter_id(&self) -> &str {
+        &self.parameter_id
+    }
+
+    fn check_vanilla_proofs(&self) -> Result<(), SynthError> {
+        no_panic(0, || {
+            match StackedDrg::<Tree, DefaultPieceHasher>::verify_all_partitions(
+                &self.vanilla_params,
+                &self.public_inputs,
+                &self.vanilla_proofs,
+            ) {
+                Ok(true) => Ok(()),
+                _ => Err(SynthError::InvalidVanillaProofs),
+            }
+        })
+    }
+
+    fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError> {
+        let proof = self
+            .vanilla_proofs
+            .get(k)
+            .ok_or(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() })?;
+        no_panic(k, || {
+            let circuit = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                &self.public_inputs,
+                (),
+                proof,
+                &self.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| SynthError::Circuit { partition: k, message: e.to_string() })?;
+            synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source })
+        })
+    }
+
+    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError> {
+        if k >= self.vanilla_proofs.len() {
+            return Err(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() });
+        }
+        no_panic(k, || {
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::generate_public_inputs(
+                &self.public_inputs,
+                &self.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| SynthError::Circuit { partition: k, message: e.to_string() })
+        })
+    }
+
+    fn generate_parameters(
+        &self,
+        mut rng: &mut dyn RngCore,
+    ) -> Result<groth16::Parameters<Bls12>, SynthError> {
+        let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(
+            &self.vanilla_params,
+        );
+        groth16::generate_random_parameters::<Bls12, _, _>(blank, &mut rng)
+            .map_err(|source| SynthError::Synthesis { partition: 0, source })
+    }
+}
+
+/// Builds the instance for a filecoin-proofs-api C1 output (the JSON that
+/// Lotus and Curio write), dispatching on its registered proof type.
+pub fn instance_from_c1(
+    c1: &SealCommitPhase1Output,
+    prover_id: [u8; 32],
+    sector_id: u64,
+) -> Result<Box<dyn PorepInstance>, SynthError> {
+    let rp = c1.registered_proof;
+    if rp.major_version() != 1 {
+        return Err(SynthError::Unsupported(format!("{rp:?}: major version {}", rp.major_version())));
+    }
+    let config = rp.as_v1_config();
+    if config.api_features.contains(&ApiFeature::NonInteractivePoRep) {
+        // NI-PoRep's C2 output is an aggregate (SnarkPack) proof: not ours yet.
+        return Err(SynthError::Unsupported(format!("{rp:?}: non-interactive PoRep (aggregated output)")));
+    }
+    let size = u64::from(config.sector_size);
+    fn boxed<Tree: 'static + MerkleTreeTrait>(
+        c1: &SealCommitPhase1Output,
+        config: &PoRepConfig,
+        prover_id: [u8; 32],
+        sector_id: u64,
+    ) -> Result<Box<dyn PorepInstance>, SynthError> {
+        Ok(Box::new(StackedInstance::<Tree>::from_c1(c1, config, prover_id, sector_id)?))
+    }
+    match size {
+        SECTOR_SIZE_2_KIB => boxed::<SectorShape2KiB>(c1, &config, prover_id, sector_id),
+        SECTOR_SIZE_8_MIB => boxed::<SectorShape8MiB>(c1, &config, prover_id, sector_id),
+        SECTOR_SIZE_512_MIB => boxed::<SectorShape512MiB>(c1, &config, prover_id, sector_id),
+        SECTOR_SIZE_32_GIB => boxed::<SectorShape32GiB>(c1, &config, prover_id, sector_id),
+        SECTOR_SIZE_64_GIB => boxed::<SectorShape64GiB>(c1, &config, prover_id, sector_id),
+        other => Err(SynthError::Unsupported(format!("sector size {other}"))),
+    }
+}
+
+/// Synthesizes the given partitions, at most `config.max_parallel` at a time,
+/// returning results in the order of `partitions`.
+pub fn synthesize_partitions(
+    instance: &dyn PorepInstance,
+    partitions: &[usize],
+    config: &SynthConfig,
+) -> Result<Vec<Synthesized>, SynthError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(config.max_parallel.max(1))
+        .thread_name(|i| format!("c2-synth-{i}"))
+        .build()
+        .map_err(|e| SynthError::Unsupported(format!("thread pool: {e}")))?;
+    pool.install(|| partitions.par_iter().map(|&k| instance.synthesize_partition(k)).collect())
+}
