@@ -193,6 +193,28 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
+    /// Partition `k`'s circuit, built exactly as filecoin-proofs builds it
+    /// (for callers that want to run it through another prover, e.g. as an
+    /// oracle).
+    pub fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>, SynthError> {
+        let proof = self
+            .vanilla_proofs
+            .get(k)
+            .ok_or(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() })?;
+        no_panic(k, || {
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                &self.public_inputs,
+                (),
+                proof,
+                &self.vanilla_params,
+                Some(k),
+            )
+            .map_err(|e| SynthError::Circuit { partition: k, message: e.to_string() })
+        })
+    }
+}
+
 impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
     fn num_partitions(&self) -> usize {
         self.vanilla_proofs.len()
@@ -220,19 +242,8 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
     }
 
     fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError> {
-        let proof = self
-            .vanilla_proofs
-            .get(k)
-            .ok_or(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() })?;
+        let circuit = self.circuit(k)?;
         no_panic(k, || {
-            let circuit = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
-                &self.public_inputs,
-                (),
-                proof,
-                &self.vanilla_params,
-                Some(k),
-            )
-            .map_err(|e| SynthError::Circuit { partition: k, message: e.to_string() })?;
             synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source })
         })
     }

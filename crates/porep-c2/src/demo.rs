@@ -1,0 +1,277 @@
+//! Sectors and parameters made on the spot, for examples, tests and
+//! benchmarks: a tiny StackedDrg set-up that proves in seconds, the
+//! registered seal flow (PC1, PC2, C1) for real C1 outputs, and random
+//! Groth16 parameters written under filecoin-proofs' file names.
+//!
+//! Random parameters verify only against their own verifying key: keep them
+//! in a folder of their own, never in a production parameter cache.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use filecoin_hashers::{poseidon::PoseidonHasher, Hasher};
+use filecoin_proofs::{DefaultPieceHasher, PaddedBytesAmount, UnpaddedBytesAmount};
+use filecoin_proofs_api::seal::{
+    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
+};
+use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use generic_array::typenum::{U0, U8};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+use storage_proofs_core::{
+    api_version::ApiVersion, compound_proof, compound_proof::CompoundProof, drgraph::BASE_DEGREE,
+    merkle::DiskTree, proof::ProofScheme, test_helper::setup_replica,
+};
+use storage_proofs_porep::stacked::{
+    self, Challenges, PrivateInputs, StackedCompound, StackedDrg, TemporaryAuxCache, EXP_DEGREE,
+};
+
+use c2_synth::{PorepInstance, StackedInstance};
+
+use crate::{params_path, read_parameters, verifying_key_path, write_parameters, Error, SealCommitPhase1Output};
+
+/// The Merkle tree shape of the tiny sector (that of 2 KiB sectors).
+pub type TinyTree = DiskTree<PoseidonHasher, U8, U0, U0>;
+
+/// Shape of a tiny sector.
+#[derive(Clone, Debug)]
+pub struct TinyConfig {
+    /// Nodes of 32 bytes; a power of 8 (the tree arity), at least 8.
+    pub nodes: usize,
+    /// Layers of labelling: 2 or 11 (the column-hash arities the circuit
+    /// supports).
+    pub layers: usize,
+    /// Challenges per partition.
+    pub challenges: usize,
+    /// Partitions (Groth16 proofs).
+    pub partitions: usize,
+    /// Seed for data, replica id and challenge seed.
+    pub seed: u64,
+}
+
+impl Default for TinyConfig {
+    /// 64 nodes (2 KiB), 2 layers, 1 challenge, 1 partition: the smallest
+    /// StackedDrg circuit storage-proofs accepts (~1.3 M constraints, half the
+    /// registered 2 KiB circuit, whose cost is the SHA-256 labelling).
+    fn default() -> Self {
+        Self { nodes: 64, layers: 2, challenges: 1, partitions: 1, seed: 0 }
+    }
+}
+
+/// Errors making a demo sector.
+#[derive(Debug, thiserror::Error)]
+#[error("making demo sector: {0}")]
+pub struct DemoError(pub String);
+
+fn demo_err(e: impl std::fmt::Display) -> DemoError {
+    DemoError(e.to_string())
+}
+
+/// Replicates a tiny sector with storage-proofs-porep and computes its
+/// vanilla proofs: a real StackedDrg instance, built without the registered
+/// proof types (which would need ~14 minutes of parameter generation).
+pub fn tiny_instance(config: &TinyConfig) -> Result<StackedInstance<TinyTree>, DemoError> {
+    let parts = tiny_parts(config)?;
+    StackedInstance::new(parts.vanilla_params, parts.public_inputs, parts.vanilla_proofs)
+        .map_err(demo_err)
+}
+
+/// The pieces of a tiny instance, for callers that want to alter one (tests
+/// of tampered inputs) before building the [`StackedInstance`].
+pub struct TinyParts {
+    /// StackedDrg public parameters.
+    pub vanilla_params: stacked::PublicParams<TinyTree>,
+    /// Replica id, commitments and challenge seed.
+    pub public_inputs: stacked::PublicInputs<
+        <PoseidonHasher as Hasher>::Domain,
+        <DefaultPieceHasher as Hasher>::Domain,
+    >,
+    /// Vanilla proofs per partition.
+    pub vanilla_proofs: Vec<Vec<stacked::Proof<TinyTree, DefaultPieceHasher>>>,
+}
+
+/// Replicates a tiny sector and computes its vanilla proofs (see
+/// [`tiny_instance`]).
+pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
+    // storage-proofs panics on shapes it does not support; refuse them here.
+    if config.layers != 2 && config.layers != 11 {
+        return Err(DemoError(format!("{} layers: the column hash supports 2 or 11", config.layers)));
+    }
+    if config.nodes < 8 || !config.nodes.is_power_of_two() || config.nodes.trailing_zeros() % 3 != 0 {
+        return Err(DemoError(format!("{} nodes: must be a power of 8, at least 8", config.nodes)));
+    }
+    if config.challenges == 0 || config.partitions == 0 {
+        return Err(DemoError("challenges and partitions must be at least 1".into()));
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(config.seed);
+    let setup = compound_proof::SetupParams {
+        vanilla_params: stacked::SetupParams {
+            nodes: config.nodes,
+            degree: BASE_DEGREE,
+            expansion_degree: EXP_DEGREE,
+            porep_id: [55; 32],
+            challenges: Challenges::new_interactive(config.challenges),
+            num_layers: config.layers,
+            api_version: ApiVersion::V1_1_0,
+            api_features: vec![],
+        },
+        partitions: Some(config.partitions),
+        priority: false,
+    };
+    let pp = <StackedCompound<TinyTree, DefaultPieceHasher> as CompoundProof<
+        StackedDrg<'_, TinyTree, DefaultPieceHasher>,
+        _,
+    >>::setup(&setup)
+    .map_err(demo_err)?;
+
+    let dir = tempfile::tempdir().map_err(demo_err)?;
+    let replica_path = dir.path().join("replica");
+    let data: Vec<u8> = (0..config.nodes)
+        .flat_map(|_| Scalar::random(&mut rng).to_bytes_le())
+        .collect();
+    let mut mmapped = setup_replica(&data, &replica_path);
+    let replica_id = <PoseidonHasher as Hasher>::Domain::from(Scalar::random(&mut rng));
+
+    let (labels, _) = StackedDrg::<TinyTree, DefaultPieceHasher>::replicate_phase1(
+        &pp.vanilla_params,
+        &replica_id,
+        dir.path(),
+    )
+    .map_err(demo_err)?;
+    let (tau, (p_aux, t_aux)) = StackedDrg::<TinyTree, DefaultPieceHasher>::replicate_phase2(
+        &pp.vanilla_params,
+        labels,
+        (mmapped.as_mut()).into(),
+        None,
+        dir.path().to_path_buf(),
+        replica_path.clone(),
+    )
+    .map_err(demo_err)?;
+
+    let public_inputs = stacked::PublicInputs {
+        replica_id,
+        seed: Some(rng.gen()),
+        tau: Some(tau),
+        k: None,
+    };
+    let t_aux = TemporaryAuxCache::<TinyTree, DefaultPieceHasher>::new(&t_aux, replica_path, false)
+        .map_err(demo_err)?;
+    let private_inputs = PrivateInputs::<TinyTree, DefaultPieceHasher> { p_aux, t_aux };
+    let vanilla = StackedDrg::<TinyTree, DefaultPieceHasher>::prove_all_partitions(
+        &pp.vanilla_params,
+        &public_inputs,
+        &private_inputs,
+        config.partitions,
+    )
+    .map_err(demo_err)?;
+    Ok(TinyParts { vanilla_params: pp.vanilla_params, public_inputs, vanilla_proofs: vanilla })
+}
+
+/// Reads the parameters for `instance` from `dir` (filecoin-proofs' file
+/// names), generating and writing random ones from `seed` first when they are
+/// missing. Returns the parameters and whether they were generated.
+pub fn ensure_parameters(
+    instance: &dyn PorepInstance,
+    dir: &Path,
+    seed: u64,
+) -> Result<(Arc<Parameters<Bls12>>, bool), Error> {
+    let path = params_path(dir, instance.parameter_id());
+    if path.exists() {
+        return Ok((Arc::new(read_parameters(&path)?), false));
+    }
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let params = instance.generate_parameters(&mut rng)?;
+    write_parameters(&params, &path, Some(&verifying_key_path(dir, instance.parameter_id())))?;
+    Ok((Arc::new(params), true))
+}
+
+/// A sector sealed with the registered flow, up to its C1 output.
+pub struct SealedSector {
+    /// The C1 output, as Lotus would write it.
+    pub c1: SealCommitPhase1Output,
+    /// Prover id used.
+    pub prover_id: [u8; 32],
+    /// Sector id used.
+    pub sector_id: SectorId,
+    /// Sector cache and replica (kept so the caller can inspect them).
+    pub dir: PathBuf,
+}
+
+/// Runs filecoin-proofs' own PC1, PC2 and C1 on random data (seeded) for a
+/// registered proof type, in `dir`. Needs no Groth16 parameters.
+pub fn seal_registered(
+    registered_proof: RegisteredSealProof,
+    dir: &Path,
+    seed: u64,
+) -> Result<SealedSector, DemoError> {
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    std::fs::create_dir_all(dir).map_err(demo_err)?;
+    let cache = dir.join("cache");
+    std::fs::create_dir_all(&cache).map_err(demo_err)?;
+    let staged = dir.join("staged");
+    let sealed = dir.join("sealed");
+
+    let sector_size = u64::from(registered_proof.sector_size());
+    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill(&mut data[..]);
+    let mut staged_file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&staged)
+        .map_err(demo_err)?;
+    let (piece, _) =
+        add_piece(registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
+    staged_file.flush().map_err(demo_err)?;
+    File::create(&sealed).map_err(demo_err)?;
+
+    let prover_id: [u8; 32] = rng.gen();
+    let sector_id = SectorId::from(rng.gen_range(1..1_000_000u64));
+    let ticket: [u8; 32] = rng.gen();
+    let mut seed_bytes: [u8; 32] = rng.gen();
+    seed_bytes[31] &= 0x3f;
+    let pieces = [piece];
+    let pc1 = seal_pre_commit_phase1(
+        registered_proof,
+        &cache,
+        &staged,
+        &sealed,
+        prover_id,
+        sector_id,
+        ticket,
+        &pieces,
+    )
+    .map_err(demo_err)?;
+    let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed).map_err(demo_err)?;
+    let c1 = seal_commit_phase1(&cache, &sealed, prover_id, sector_id, ticket, seed_bytes, pc2, &pieces)
+        .map_err(demo_err)?;
+    Ok(SealedSector { c1, prover_id, sector_id, dir: dir.to_path_buf() })
+}
+
+/// The parameter id (cache file stem) of a registered proof type.
+pub fn registered_parameter_id(registered_proof: RegisteredSealProof) -> Result<String, Error> {
+    registered_proof
+        .circuit_identifier()
+        .map_err(|e| Error::Synthesis(c2_synth::SynthError::Unsupported(e.to_string())))
+}
+
+/// Random Groth16 parameters for a registered proof type (minutes to hours:
+/// 2 KiB takes ~14 minutes on 2 cores), written to `dir` under
+/// filecoin-proofs' names unless already there.
+pub fn ensure_registered_parameters(
+    c1: &SealCommitPhase1Output,
+    prover_id: [u8; 32],
+    sector_id: SectorId,
+    dir: &Path,
+    seed: u64,
+) -> Result<(Arc<Parameters<Bls12>>, bool), Error> {
+    let instance = c2_synth::instance_from_c1(c1, prover_id, u64::from(sector_id))?;
+    ensure_parameters(instance.as_ref(), dir, seed)
+}

@@ -1,0 +1,84 @@
+//! Shared fixtures for the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bellperson::groth16::Parameters;
+use bellperson::{Circuit, ConstraintSystem, SynthesisError};
+use blstrs::{Bls12, Scalar};
+use ff::Field;
+use porep_c2::demo::{self, TinyConfig};
+
+/// Where tests cache generated parameters (under target/, so a fresh clone
+/// or CI generates them once per build folder).
+pub fn test_params_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-params")
+}
+
+/// The tiny StackedDrg sector used by the oracle tests.
+pub fn tiny_config() -> TinyConfig {
+    TinyConfig { partitions: 2, ..TinyConfig::default() }
+}
+
+/// The tiny sector's parameters (generated once, then read from the cache).
+pub fn tiny_params() -> Arc<Parameters<Bls12>> {
+    let instance = demo::tiny_instance(&tiny_config()).expect("tiny sector");
+    let t = std::time::Instant::now();
+    let (params, generated) =
+        demo::ensure_parameters(&instance, &test_params_dir(), 7).expect("tiny parameters");
+    eprintln!(
+        "tiny parameters {} in {:.1?}",
+        if generated { "generated" } else { "read" },
+        t.elapsed()
+    );
+    params
+}
+
+/// A small circuit exercising what synthesis must get right: inputs, aux
+/// variables absent from B, zero and non-unit coefficients, 0 and 1 values.
+#[derive(Clone)]
+pub struct Synthetic {
+    /// The witness (None for parameter generation).
+    pub x: Option<Scalar>,
+    /// Length of the multiplication chain.
+    pub rounds: usize,
+}
+
+impl Synthetic {
+    /// The public input: x^(rounds+1).
+    pub fn output(&self) -> Scalar {
+        self.x.unwrap().pow_vartime([self.rounds as u64 + 1])
+    }
+}
+
+impl Circuit<Scalar> for Synthetic {
+    fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+        let xv = self.x;
+        let x = cs.alloc(|| "x", || xv.ok_or(SynthesisError::AssignmentMissing))?;
+        let mut cur = x;
+        let mut cur_v = xv;
+        for i in 0..self.rounds {
+            let next_v = cur_v.zip(xv).map(|(a, b)| a * b);
+            let next = cs.alloc(|| format!("p{i}"), || next_v.ok_or(SynthesisError::AssignmentMissing))?;
+            cs.enforce(|| format!("mul{i}"), |lc| lc + cur, |lc| lc + x, |lc| lc + next);
+            cur = next;
+            cur_v = next_v;
+        }
+        // Zero-valued and one-valued aux, a zero coefficient (must not mark
+        // density) and a non-unit coefficient.
+        let zero = cs.alloc(|| "zero", || Ok(Scalar::ZERO))?;
+        let one = cs.alloc(|| "one", || Ok(Scalar::ONE))?;
+        let five = cs.alloc(|| "five", || Ok(Scalar::from(5u64)))?;
+        cs.enforce(
+            || "linear",
+            |lc| lc + (Scalar::from(3u64), five) + (Scalar::ZERO, x) + zero,
+            |lc| lc + one,
+            |lc| lc + (Scalar::from(15u64), CS::one()),
+        );
+        cs.enforce(|| "zero", |lc| lc + zero, |lc| lc + x, |lc| lc);
+        let out = cs.alloc_input(|| "out", || cur_v.ok_or(SynthesisError::AssignmentMissing))?;
+        cs.enforce(|| "out", |lc| lc + cur, |lc| lc + CS::one(), |lc| lc + out);
+        Ok(())
+    }
+}
