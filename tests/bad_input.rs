@@ -94,7 +94,7 @@ fn inconsistent_c1_is_rejected_before_parameters_are_read() {
 
     // Zero commitments and seed.
     for field in ["comm_d", "comm_r", "seed"] {
-        let json = tamper(&s.json, |v| v[field] = serde_json::json!([0u8; 32]));
+        let json = tamper(&s.json, |v| v[field] = serde_json::json!(vec![0u8; 32]));
         let err = prove_json(&json, &s, &cfg).unwrap_err();
         assert!(matches!(err, Error::Synthesis(SynthError::ZeroCommitment(f)) if f == field), "{field}: {err}");
     }
@@ -118,10 +118,16 @@ fn inconsistent_c1_is_rejected_before_parameters_are_read() {
     let err = prove_json(&json, &s, &cfg).unwrap_err();
     assert!(matches!(err, Error::Synthesis(SynthError::InvalidVanillaProofs)), "{err}");
 
-    // A C1 claiming another sector size than its vanilla proofs.
-    let json = tamper(&s.json, |v| v["registered_proof"] = "StackedDrg8MiBV1_1".into());
+    // A C1 claiming another sector size than its vanilla proofs. 32 GiB has
+    // another Merkle tree shape: the proofs do not even convert.
+    let json = tamper(&s.json, |v| v["registered_proof"] = "StackedDrg32GiBV1_1".into());
     let err = prove_json(&json, &s, &cfg).unwrap_err();
     assert!(matches!(err, Error::Synthesis(SynthError::VanillaProofShape { .. })), "{err}");
+    // 8 MiB shares 2 KiB's tree shape, but its porep id (part of the replica
+    // id) differs.
+    let json = tamper(&s.json, |v| v["registered_proof"] = "StackedDrg8MiBV1_1".into());
+    let err = prove_json(&json, &s, &cfg).unwrap_err();
+    assert!(matches!(err, Error::Synthesis(SynthError::ReplicaIdMismatch)), "{err}");
 
     // No vanilla proofs at all.
     let json = tamper(&s.json, |v| v["vanilla_proofs"]["StackedDrg2KiBV1"] = serde_json::json!([]));
@@ -163,7 +169,7 @@ fn missing_truncated_and_corrupt_parameter_files_are_typed_errors() {
     for cut in [0, 10, 500, bytes.len() / 2, bytes.len() - 1] {
         let p = empty.path().join(format!("cut{cut}.params"));
         std::fs::write(&p, &bytes[..cut]).unwrap();
-        let err = porep_c2::read_parameters(&p).unwrap_err();
+        let err = porep_c2::read_parameters(&p).err().expect("an error");
         assert!(matches!(err, ParamsError::Truncated { .. }), "cut at {cut}: {err}");
         let cfg = ProverConfig { params: ParamsSource::File(p), ..config_without_params(empty.path()) };
         let err = prove_porep_c2(&s.c1, s.prover_id, s.sector_id, &cfg).unwrap_err();
@@ -178,7 +184,7 @@ fn missing_truncated_and_corrupt_parameter_files_are_typed_errors() {
     }
     let p = empty.path().join("garbled.params");
     std::fs::write(&p, &bad).unwrap();
-    let err = porep_c2::read_parameters(&p).unwrap_err();
+    let err = porep_c2::read_parameters(&p).err().expect("an error");
     assert!(matches!(err, ParamsError::InvalidPoint { section: "h", index: 0, .. }), "{err}");
 }
 

@@ -149,6 +149,9 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
                     reason: e.to_string(),
                 }
             })?;
+        if vanilla_proofs.is_empty() || vanilla_proofs.iter().any(|p| p.is_empty()) {
+            return Err(SynthError::NoVanillaProofs);
+        }
         let partitions = usize::from(config.partitions);
         if vanilla_proofs.len() != partitions {
             return Err(SynthError::PartitionCount { expected: partitions, actual: vanilla_proofs.len() });
