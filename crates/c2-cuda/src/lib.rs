@@ -1,1 +1,70 @@
-//! placeholder
+//! CUDA device runtime for porep-c2: device discovery, one context per device
+//! (the device's primary context), streams, events, device buffers, pinned
+//! host ranges and the kernel module compiled from `cuda-kernels/` and
+//! embedded in the binary (loaded lazily, once per device).
+//!
+//! Built without the `cuda` feature, the crate still compiles and
+//! [`devices`] reports [`GpuError::NotCompiled`], so callers handle "no GPU"
+//! the same way on every build. With the feature but without a driver or a
+//! device, [`devices`] reports [`GpuError::NoDevice`] or the driver's error.
+//!
+//! There is no global "current device": every operation binds its
+//! [`Gpu`]'s context on the calling thread first.
+#![deny(missing_docs)]
+
+#[cfg(feature = "cuda")]
+mod driver;
+#[cfg(feature = "cuda")]
+pub use driver::*;
+
+/// Errors of the device runtime, with the operation that failed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum GpuError {
+    /// This build has no GPU support.
+    #[error("no GPU: porep-c2 was built without the `cuda` feature")]
+    NotCompiled,
+    /// The driver reports no CUDA device (or no driver is installed).
+    #[error("no GPU: {0}")]
+    NoDevice(String),
+    /// A driver call failed.
+    #[error("CUDA {op} failed: {code} ({name})")]
+    Driver {
+        /// The driver call.
+        op: &'static str,
+        /// The CUresult value.
+        code: i32,
+        /// Its name, e.g. CUDA_ERROR_OUT_OF_MEMORY.
+        name: String,
+    },
+    /// A kernel is not in the embedded module.
+    #[error("kernel {0} not found in the embedded module")]
+    MissingKernel(String),
+    /// A request the runtime cannot serve (sizes, indices).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What the driver says about one device.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Driver ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. "NVIDIA H200".
+    pub name: String,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+    /// Compute capability (major, minor).
+    pub compute_capability: (i32, i32),
+}
+
+/// Lists the CUDA devices of this host.
+pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
+    #[cfg(feature = "cuda")]
+    {
+        driver::list_devices()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(GpuError::NotCompiled)
+    }
+}

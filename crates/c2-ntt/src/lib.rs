@@ -20,8 +20,12 @@
 #![deny(missing_docs)]
 
 mod domain;
+#[cfg(feature = "cuda")]
+mod gpu;
 
 pub use domain::Domain;
+#[cfg(feature = "cuda")]
+pub use gpu::{GpuNtt, NttKind};
 
 use blstrs::Scalar;
 use ff::{Field, PrimeField};

@@ -1,0 +1,345 @@
+//! The device runner: every GPU differential test and benchmark in one
+//! binary, for one call on a GPU host. Prints a short table last.
+//!
+//! ```text
+//! eval "$(scripts/cuda-toolchain.sh)"
+//! cargo build --release -p c2-device-runner
+//! ./target/release/c2-device-runner [--quick] [--skip-bench] [--sizes 20,24,26,27]
+//! ```
+//! Exit status 0 only when every differential check passed; with no GPU it
+//! says so and exits 2 (a skip, never a silent pass).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::Scalar;
+use c2_cuda::{Gpu, GpuError};
+use c2_ntt::{CpuNtt, Domain, GpuNtt, Ntt, NttKind};
+use ff::{Field, PrimeField};
+use rand::SeedableRng;
+use rayon::prelude::*;
+
+struct Report {
+    checks: Vec<(String, bool)>,
+    bench: Vec<String>,
+}
+
+impl Report {
+    fn check(&mut self, name: String, ok: bool) {
+        println!("{} {name}", if ok { "PASS" } else { "FAIL" });
+        self.checks.push((name, ok));
+    }
+}
+
+/// Fresh random scalars every run (seeded from the clock), in parallel.
+fn random_vec(n: usize, salt: u64) -> Vec<Scalar> {
+    let base = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    const CHUNK: usize = 1 << 14;
+    let mut v = vec![Scalar::ZERO; n];
+    v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, c)| {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(base ^ (i as u64) << 20);
+        for x in c {
+            *x = Scalar::random(&mut rng);
+        }
+    });
+    v
+}
+
+fn cpu_ntt(d: &Domain, v: &mut [Scalar], kind: NttKind) {
+    match kind {
+        NttKind::Forward => d.fft(v),
+        NttKind::Inverse => d.ifft(v),
+        NttKind::CosetForward => d.coset_fft(v),
+        NttKind::CosetInverse => d.icoset_fft(v),
+    }
+}
+
+const KINDS: [NttKind; 4] = [NttKind::Forward, NttKind::Inverse, NttKind::CosetForward, NttKind::CosetInverse];
+
+fn differential(gpu: &GpuNtt, r: &mut Report, quick: bool) -> Result<(), String> {
+    let minus_one = -Scalar::ONE;
+    let max_log = if quick { 16 } else { 22 };
+    for log_n in 1..=max_log {
+        let d = Domain::new(log_n).map_err(|e| e.to_string())?;
+        for kind in KINDS {
+            let mut cases: Vec<(&str, Vec<Scalar>)> = vec![("random", random_vec(d.size(), log_n as u64))];
+            if matches!(log_n, 1 | 5 | 12 | 20) {
+                cases.push(("zero", vec![Scalar::ZERO; d.size()]));
+                cases.push(("r-1", vec![minus_one; d.size()]));
+            }
+            for (name, input) in cases {
+                let mut want = input.clone();
+                cpu_ntt(&d, &mut want, kind);
+                let mut got = input;
+                gpu.ntt(&mut got, kind).map_err(|e| e.to_string())?;
+                r.check(format!("ntt 2^{log_n} {kind:?} {name}"), got == want);
+            }
+        }
+    }
+    // compute_h at odd lengths (padding), edge values, vs the CPU oracle.
+    let lens: &[usize] = if quick { &[1, 2, 3, 1000, 4097] } else { &[1, 2, 3, 1000, 4097, 1 << 16, (1 << 20) + 1] };
+    for &n in lens {
+        let mut cases = vec![("random", [random_vec(n, 1), random_vec(n, 2), random_vec(n, 3)])];
+        if n == 1000 {
+            cases.push(("zero", [vec![Scalar::ZERO; n], vec![Scalar::ZERO; n], vec![Scalar::ZERO; n]]));
+            cases.push(("r-1", [vec![minus_one; n], vec![minus_one; n], vec![minus_one; n]]));
+        }
+        for (name, [a, b, c]) in cases {
+            let want = CpuNtt.compute_h(a.clone(), b.clone(), c.clone()).map_err(|e| e.to_string())?;
+            let got = gpu.compute_h(a, b, c).map_err(|e| e.to_string())?;
+            r.check(format!("compute_h n={n} {name}"), got == want);
+        }
+    }
+    if !quick {
+        // The largest size: forward NTT at 2^27 against the CPU (16 cores).
+        let log_n = 27;
+        let d = Domain::new(log_n).map_err(|e| e.to_string())?;
+        let input = random_vec(d.size(), 27);
+        let t = Instant::now();
+        let mut want = input.clone();
+        d.fft(&mut want);
+        println!("  (cpu fft 2^27: {:.1?})", t.elapsed());
+        let mut got = input;
+        gpu.ntt(&mut got, NttKind::Forward).map_err(|e| e.to_string())?;
+        r.check("ntt 2^27 Forward random".into(), got == want);
+        drop((got, want));
+        let a = random_vec(1 << log_n, 271);
+        let mut got = a.clone();
+        gpu.ntt(&mut got, NttKind::CosetForward).map_err(|e| e.to_string())?;
+        gpu.ntt(&mut got, NttKind::CosetInverse).map_err(|e| e.to_string())?;
+        r.check("ntt 2^27 coset round trip".into(), got == a);
+    }
+    Ok(())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
+    let g = gpu.gpu().clone();
+    let e = |x: GpuError| x.to_string();
+    let stream = g.stream().map_err(e)?;
+    let (start, end) = (g.event().map_err(e)?, g.event().map_err(e)?);
+    let mut ec_program = ec_gpu_fft()?;
+    r.bench.push(format!(
+        "{:>5} | {:>12} {:>9} | {:>12} {:>12} | {:>12} {:>12} | {:>14} {:>14}",
+        "log_n", "ntt kernel", "GB/s", "ntt +xfer", "ec-gpu fft", "h kernel", "h +xfer", "ec-gpu h path", "h speedup"
+    ));
+    for &log_n in sizes {
+        let n = 1usize << log_n;
+        let host = random_vec(n, 100 + log_n as u64);
+        let mut input = g.alloc::<Scalar>(n).map_err(e)?;
+        let mut out = g.alloc::<Scalar>(n).map_err(e)?;
+        input.upload_async(0, &host, &stream).map_err(e)?;
+        stream.synchronize().map_err(e)?;
+        // Kernel-only NTT: data resident, CUDA events, median of 10.
+        let mut ts = Vec::new();
+        for it in 0..13 {
+            start.record(&stream).map_err(e)?;
+            gpu.ntt_device(&input, &mut out, log_n, NttKind::Forward, &stream).map_err(|x| x.to_string())?;
+            end.record(&stream).map_err(e)?;
+            end.synchronize().map_err(e)?;
+            if it >= 3 {
+                ts.push(end.elapsed_ms(&start).map_err(e)? as f64);
+            }
+        }
+        let ntt_ms = median(ts);
+        // Bytes: the permutation reads+writes n elements, each pass too.
+        let passes = 1 + 1 + (log_n.saturating_sub(10)).div_ceil(9) as usize;
+        let gbs = (passes * 2 * n * 32) as f64 / (ntt_ms * 1e-3) / 1e9;
+        // NTT with transfers (host -> device -> host, pinning included).
+        let mut ts = Vec::new();
+        for _ in 0..3 {
+            let mut v = host.clone();
+            let t = Instant::now();
+            gpu.ntt(&mut v, NttKind::Forward).map_err(|x| x.to_string())?;
+            ts.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let ntt_xfer = median(ts);
+        // ec-gpu-gen's FFT (bellperson's kernel): its API always uploads and
+        // downloads, so only the with-transfers figure exists.
+        let mut ts = Vec::new();
+        let omega = Domain::new(log_n).map_err(|x| x.to_string())?.omega();
+        for _ in 0..3 {
+            let mut v = host.clone();
+            let t = Instant::now();
+            ec_fft(&mut ec_program, &mut v, omega, log_n)?;
+            ts.push(t.elapsed().as_secs_f64() * 1e3);
+        }
+        let ec_ms = median(ts);
+        drop((input, out));
+
+        // compute_h resident: a, b, c re-copied (untimed) before each run.
+        let (a, b, c) = (host.clone(), random_vec(n, 7), random_vec(n, 8));
+        let mut orig = Vec::new();
+        for v in [&a, &b, &c] {
+            let mut d = g.alloc::<Scalar>(n).map_err(e)?;
+            d.upload_async(0, v, &stream).map_err(e)?;
+            orig.push(d);
+        }
+        let mut work: Vec<_> = (0..3).map(|_| g.alloc::<Scalar>(n)).collect::<Result<_, _>>().map_err(e)?;
+        let mut h = g.alloc::<Scalar>(n).map_err(e)?;
+        let mut ts = Vec::new();
+        for it in 0..7 {
+            for (w, o) in work.iter_mut().zip(&orig) {
+                w.copy_from_async(0, o, &stream).map_err(e)?;
+            }
+            start.record(&stream).map_err(e)?;
+            let (wa, rest) = work.split_at_mut(1);
+            let (wb, wc) = rest.split_at_mut(1);
+            gpu.compute_h_device(&mut wa[0], &mut wb[0], &mut wc[0], &mut h, log_n, &stream)
+                .map_err(|x| x.to_string())?;
+            end.record(&stream).map_err(e)?;
+            end.synchronize().map_err(e)?;
+            if it >= 2 {
+                ts.push(end.elapsed_ms(&start).map_err(e)? as f64);
+            }
+        }
+        let h_ms = median(ts);
+        drop((orig, work, h));
+        let mut ts = Vec::new();
+        for _ in 0..3 {
+            let (x, y, z) = (a.clone(), b.clone(), c.clone());
+            let t = Instant::now();
+            let out = gpu.compute_h(x, y, z).map_err(|x| x.to_string())?;
+            ts.push(t.elapsed().as_secs_f64() * 1e3);
+            drop(out);
+        }
+        let h_xfer = median(ts);
+        // bellperson's execute_fft with ec-gpu-gen's GPU FFT: 7 GPU FFTs with
+        // transfers, the scalings and pointwise steps on the CPU (as
+        // bellperson does them).
+        let t = Instant::now();
+        let ec_h = ec_compute_h(&mut ec_program, a.clone(), b.clone(), c.clone(), log_n)?;
+        let ec_h_ms = t.elapsed().as_secs_f64() * 1e3;
+        if log_n <= 24 {
+            let ours = gpu.compute_h(a, b, c).map_err(|x| x.to_string())?;
+            r.check(format!("ec-gpu-gen h path == ours at 2^{log_n}"), ours == ec_h);
+        }
+        r.bench.push(format!(
+            "{:>5} | {:>9.2} ms {:>9.0} | {:>9.1} ms {:>9.1} ms | {:>9.1} ms {:>9.1} ms | {:>11.1} ms {:>13.1}x",
+            log_n, ntt_ms, gbs, ntt_xfer, ec_ms, h_ms, h_xfer, ec_h_ms, ec_h_ms / h_xfer
+        ));
+        println!("{}", r.bench.last().unwrap());
+    }
+    Ok(())
+}
+
+type EcFft = ec_gpu_gen::fft::SingleFftKernel<'static, Scalar>;
+
+fn ec_gpu_fft() -> Result<EcFft, String> {
+    use ec_gpu_gen::rust_gpu_tools::Device;
+    let devices = Device::all();
+    let device = devices.first().ok_or("ec-gpu-gen sees no device")?;
+    let program = ec_gpu_gen::program!(device).map_err(|e| format!("ec-gpu-gen program: {e}"))?;
+    EcFft::create(program, None).map_err(|e| e.to_string())
+}
+
+fn ec_fft(k: &mut EcFft, v: &mut [Scalar], omega: Scalar, log_n: u32) -> Result<(), String> {
+    k.radix_fft(v, &omega, log_n).map_err(|e| e.to_string())
+}
+
+/// bellperson 0.27's `execute_fft` with its GPU FFT kernel: the transforms on
+/// the GPU (one upload/download each), the rest on the CPU.
+fn ec_compute_h(
+    p: &mut EcFft,
+    mut a: Vec<Scalar>,
+    mut b: Vec<Scalar>,
+    mut c: Vec<Scalar>,
+    log_n: u32,
+) -> Result<Vec<Scalar>, String> {
+    let d = Domain::new(log_n).map_err(|e| e.to_string())?;
+    let n = d.size();
+    let omega = d.omega();
+    let omega_inv = omega.invert().unwrap();
+    let minv = Scalar::from(n as u64).invert().unwrap();
+    let g = Scalar::MULTIPLICATIVE_GENERATOR;
+    let powers = |v: &mut [Scalar], x: Scalar| {
+        v.par_chunks_mut(1 << 12).enumerate().for_each(|(i, ch)| {
+            let mut u = x.pow_vartime([(i << 12) as u64]);
+            for e in ch {
+                *e *= u;
+                u *= x;
+            }
+        })
+    };
+    for v in [&mut a, &mut b, &mut c] {
+        ec_fft(p, v, omega_inv, log_n)?;
+        v.par_iter_mut().for_each(|x| *x *= minv);
+        powers(v, g);
+        ec_fft(p, v, omega, log_n)?;
+    }
+    let zinv = d.z_on_coset_inverse();
+    a.par_iter_mut().zip(b.par_iter()).zip(c.par_iter()).for_each(|((x, y), z)| *x = (*x * y - z) * zinv);
+    ec_fft(p, &mut a, omega_inv, log_n)?;
+    a.par_iter_mut().for_each(|x| *x *= minv);
+    powers(&mut a, g.invert().unwrap());
+    a.truncate(n - 1);
+    Ok(a)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let skip_bench = args.iter().any(|a| a == "--skip-bench");
+    let sizes: Vec<u32> = args
+        .iter()
+        .position(|a| a == "--sizes")
+        .and_then(|i| args.get(i + 1))
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+        .unwrap_or_else(|| vec![20, 24, 26, 27]);
+
+    let devices = match c2_cuda::devices() {
+        Ok(d) => d,
+        Err(e) => {
+            println!("SKIP: {e} -- no GPU tests ran");
+            std::process::exit(2);
+        }
+    };
+    for d in &devices {
+        println!(
+            "device {}: {} ({:.1} GiB, sm_{}{})",
+            d.ordinal,
+            d.name,
+            d.total_memory as f64 / (1u64 << 30) as f64,
+            d.compute_capability.0,
+            d.compute_capability.1
+        );
+    }
+    let gpu: Arc<Gpu> = Gpu::open(0).unwrap_or_else(|e| {
+        println!("FAIL opening device 0: {e}");
+        std::process::exit(1)
+    });
+    let ntt = GpuNtt::new(gpu).unwrap_or_else(|e| {
+        println!("FAIL loading kernels: {e}");
+        std::process::exit(1)
+    });
+    let mut report = Report { checks: Vec::new(), bench: Vec::new() };
+    let t = Instant::now();
+    if let Err(e) = differential(&ntt, &mut report, quick) {
+        report.check(format!("differential tests aborted: {e}"), false);
+    }
+    println!("differential tests: {:.1?}", t.elapsed());
+    if !skip_bench {
+        if let Err(e) = bench(&ntt, &sizes, &mut report) {
+            report.check(format!("benchmarks aborted: {e}"), false);
+        }
+    }
+    let failed: Vec<_> = report.checks.iter().filter(|(_, ok)| !ok).collect();
+    println!("\n==== summary ====");
+    println!("{} checks, {} failed", report.checks.len(), failed.len());
+    for (name, _) in &failed {
+        println!("  FAILED: {name}");
+    }
+    for line in &report.bench {
+        println!("{line}");
+    }
+    println!("{} passed, {} failed", report.checks.len() - failed.len(), failed.len());
+    std::process::exit(if failed.is_empty() { 0 } else { 1 });
+}

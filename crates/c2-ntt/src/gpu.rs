@@ -1,0 +1,476 @@
+//! The GPU NTT (feature `cuda`): kernels in `cuda-kernels/ntt/`, launched on
+//! explicit streams; twiddles cached on the device per domain size.
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
+
+use blstrs::Scalar;
+use c2_cuda::{DeviceBuffer, Gpu, GpuError, Kernel, PinnedRange, Stream};
+use ff::{Field, PrimeField};
+
+use crate::{Domain, Ntt, NttError};
+
+/// Power tables split the exponent at this bit: x^i = hi[i >> 12] * lo[i & 4095].
+const LO_BITS: u32 = 12;
+/// Elements one block transforms in shared memory (32 KB of Fr).
+const BLOCK_ELEMS_LOG: u32 = 10;
+/// Threads per block for the shared-memory passes.
+const PASS_THREADS: u32 = 256;
+/// Threads per block for element-wise kernels.
+const EW_THREADS: u32 = 256;
+
+/// Which transform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NttKind {
+    /// Coefficients to evaluations on the domain.
+    Forward,
+    /// Evaluations to coefficients.
+    Inverse,
+    /// Coefficients to evaluations on the coset g·domain.
+    CosetForward,
+    /// Evaluations on the coset to coefficients.
+    CosetInverse,
+}
+
+fn gpu_err(e: GpuError) -> NttError {
+    NttError::Backend { backend: "cuda", message: e.to_string() }
+}
+
+struct Kernels {
+    bit_reverse: Kernel,
+    pass: Kernel,
+    powers: Kernel,
+    scale_by_powers: Kernel,
+    h_pointwise: Kernel,
+}
+
+/// Device-resident tables for one domain size.
+struct Tables {
+    log_n: u32,
+    /// omega^k, k < n/2.
+    twiddles: DeviceBuffer<Scalar>,
+    /// (hi, lo) tables of g^i and n^-1 g^i (coset after inverse), of
+    /// n^-1 g^-i (inverse coset) and of n^-1 (plain inverse).
+    coset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+    ninv_coset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+    ninv_icoset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+    ninv: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+    zinv: DeviceBuffer<Scalar>,
+}
+
+/// NTTs and `compute_h` on one GPU.
+pub struct GpuNtt {
+    gpu: Arc<Gpu>,
+    kernels: Kernels,
+    tables: Mutex<Option<Arc<Tables>>>,
+    /// Streams for the host-level API: copies overlap compute.
+    streams: Mutex<(Stream, Stream)>,
+}
+
+impl std::fmt::Debug for GpuNtt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuNtt({})", self.gpu.info().name)
+    }
+}
+
+/// Host-side power tables: hi[j] = x^(j * 2^LO_BITS), lo[k] = c * x^k.
+fn power_tables(x: Scalar, c: Scalar, n: usize) -> (Vec<Scalar>, Vec<Scalar>) {
+    let lo_len = n.clamp(1, 1 << LO_BITS);
+    let hi_len = n.div_ceil(1 << LO_BITS).max(1);
+    let mut lo = Vec::with_capacity(lo_len);
+    let mut p = c;
+    for _ in 0..lo_len {
+        lo.push(p);
+        p *= x;
+    }
+    let step = x.pow_vartime([1u64 << LO_BITS]);
+    let mut hi = Vec::with_capacity(hi_len);
+    let mut q = Scalar::ONE;
+    for _ in 0..hi_len {
+        hi.push(q);
+        q *= step;
+    }
+    (hi, lo)
+}
+
+fn ptr_arg<T>(v: &mut T) -> *mut c_void {
+    (v as *mut T).cast()
+}
+
+impl GpuNtt {
+    /// Loads the NTT kernels on `gpu`.
+    pub fn new(gpu: Arc<Gpu>) -> Result<Self, NttError> {
+        let k = |name: &str| gpu.kernel(name).map_err(gpu_err);
+        let kernels = Kernels {
+            bit_reverse: k("c2_ntt_bit_reverse")?,
+            pass: k("c2_ntt_pass")?,
+            powers: k("c2_powers")?,
+            scale_by_powers: k("c2_scale_by_powers")?,
+            h_pointwise: k("c2_h_pointwise")?,
+        };
+        let streams = Mutex::new((gpu.stream().map_err(gpu_err)?, gpu.stream().map_err(gpu_err)?));
+        Ok(Self { gpu, kernels, tables: Mutex::new(None), streams })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    fn upload_small(&self, v: &[Scalar], stream: &Stream) -> Result<DeviceBuffer<Scalar>, GpuError> {
+        let mut b = self.gpu.alloc::<Scalar>(v.len())?;
+        b.upload_async(0, v, stream)?;
+        // Small pageable copies: wait so `v` may be dropped.
+        stream.synchronize()?;
+        Ok(b)
+    }
+
+    /// The tables for `2^log_n`, built on first use (twiddles: n/2 elements,
+    /// 2 GB at 2^27, computed on the device from two small tables).
+    fn tables(&self, log_n: u32, stream: &Stream) -> Result<Arc<Tables>, NttError> {
+        let mut cache = self.tables.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(t) = cache.as_ref().filter(|t| t.log_n == log_n) {
+            return Ok(t.clone());
+        }
+        *cache = None; // free the old size first
+        let d = Domain::new(log_n)?;
+        let n = d.size();
+        let g = Scalar::MULTIPLICATIVE_GENERATOR;
+        let g_inv = g.invert().unwrap();
+        let n_inv = Scalar::from(n as u64).invert().unwrap();
+        let up = |(hi, lo): (Vec<Scalar>, Vec<Scalar>)| -> Result<_, NttError> {
+            Ok((self.upload_small(&hi, stream).map_err(gpu_err)?, self.upload_small(&lo, stream).map_err(gpu_err)?))
+        };
+        let half = (n / 2).max(1);
+        let tw_tables = up(power_tables(d.omega(), Scalar::ONE, half))?;
+        let twiddles = self.gpu.alloc::<Scalar>(half).map_err(gpu_err)?;
+        let (mut out, mut hi, mut lo, mut count, mut lo_bits) =
+            (twiddles.device_ptr(), tw_tables.0.device_ptr(), tw_tables.1.device_ptr(), half as u64, LO_BITS);
+        // SAFETY: buffers sized for `count` and the tables' index ranges.
+        unsafe {
+            self.kernels
+                .powers
+                .launch(
+                    stream,
+                    grid_for(half),
+                    EW_THREADS,
+                    0,
+                    &mut [ptr_arg(&mut out), ptr_arg(&mut hi), ptr_arg(&mut lo), ptr_arg(&mut count), ptr_arg(&mut lo_bits)],
+                )
+                .map_err(gpu_err)?;
+        }
+        stream.synchronize().map_err(gpu_err)?;
+        drop(tw_tables);
+        let tables = Tables {
+            log_n,
+            twiddles,
+            coset: up(power_tables(g, Scalar::ONE, n))?,
+            ninv_coset: up(power_tables(g, n_inv, n))?,
+            ninv_icoset: up(power_tables(g_inv, n_inv, n))?,
+            ninv: up(power_tables(Scalar::ONE, n_inv, n))?,
+            zinv: self.upload_small(&[d.z_on_coset_inverse()], stream).map_err(gpu_err)?,
+        };
+        let t = Arc::new(tables);
+        *cache = Some(t.clone());
+        Ok(t)
+    }
+
+    /// `out = NTT(input)` on `stream`, both `2^log_n` elements on the device
+    /// (out of place: the first step is a bit-reversal permutation into
+    /// `out`). `input` is left untouched.
+    pub fn ntt_device(
+        &self,
+        input: &DeviceBuffer<Scalar>,
+        out: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        kind: NttKind,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let n = 1usize << log_n;
+        if input.len() < n || out.len() < n {
+            return Err(NttError::Backend {
+                backend: "cuda",
+                message: format!("buffers of {} and {} elements for 2^{log_n}", input.len(), out.len()),
+            });
+        }
+        let t = self.tables(log_n, stream)?;
+        match kind {
+            NttKind::Forward => {
+                self.permute(input, out, log_n, false, stream)?;
+                self.passes(out, &t, log_n, stream)
+            }
+            NttKind::Inverse => {
+                self.permute(input, out, log_n, true, stream)?;
+                self.passes(out, &t, log_n, stream)?;
+                self.scale_by(out, &t.ninv, n, stream)
+            }
+            NttKind::CosetForward => {
+                // Scale a copy: the input stays as given.
+                out.copy_from_async(0, input, stream).map_err(gpu_err)?;
+                self.scale_by(out, &t.coset, n, stream)?;
+                // Permute needs a distinct source: go through a scratch copy.
+                let mut tmp = self.gpu.alloc::<Scalar>(n).map_err(gpu_err)?;
+                tmp.copy_from_async(0, out, stream).map_err(gpu_err)?;
+                self.permute(&tmp, out, log_n, false, stream)?;
+                self.passes(out, &t, log_n, stream)?;
+                stream.synchronize().map_err(gpu_err)
+            }
+            NttKind::CosetInverse => {
+                self.permute(input, out, log_n, true, stream)?;
+                self.passes(out, &t, log_n, stream)?;
+                self.scale_by(out, &t.ninv_icoset, n, stream)
+            }
+        }
+    }
+
+    /// H on the device: `a`, `b`, `c` hold the evaluations padded with zeros
+    /// to `2^log_n`; they are overwritten. The `2^log_n − 1` coefficients of H
+    /// end up in `h` (which needs `2^log_n` elements: the last is scratch).
+    pub fn compute_h_device(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &mut DeviceBuffer<Scalar>,
+        c: &mut DeviceBuffer<Scalar>,
+        h: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        self.coset_evaluations(a, h, log_n, stream)?;
+        self.coset_evaluations(b, h, log_n, stream)?;
+        self.coset_evaluations(c, h, log_n, stream)?;
+        self.pointwise(a, b, c, log_n, stream)?;
+        self.pointwise_inverse_into(a, h, log_n, stream)
+    }
+
+    /// x <- coset_fft(ifft(x)), using `tmp` as the out-of-place partner.
+    fn coset_evaluations(
+        &self,
+        x: &mut DeviceBuffer<Scalar>,
+        tmp: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let t = self.tables(log_n, stream)?;
+        self.permute(x, tmp, log_n, true, stream)?;
+        self.passes(tmp, &t, log_n, stream)?;
+        // 1/n of the inverse and g^i of the coset in one multiplication.
+        self.scale_by(tmp, &t.ninv_coset, 1 << log_n, stream)?;
+        self.permute(tmp, x, log_n, false, stream)?;
+        self.passes(x, &t, log_n, stream)
+    }
+
+    fn permute(
+        &self,
+        input: &DeviceBuffer<Scalar>,
+        out: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        inverse: bool,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let (mut o, mut i, mut l, mut inv) = (out.device_ptr(), input.device_ptr(), log_n, inverse as u32);
+        // SAFETY: both buffers hold 2^log_n elements (checked by callers).
+        unsafe {
+            self.kernels
+                .bit_reverse
+                .launch(stream, grid_for(1 << log_n), EW_THREADS, 0, &mut [
+                    ptr_arg(&mut o),
+                    ptr_arg(&mut i),
+                    ptr_arg(&mut l),
+                    ptr_arg(&mut inv),
+                ])
+                .map_err(gpu_err)
+        }
+    }
+
+    /// All butterfly stages, grouped into shared-memory passes.
+    fn passes(&self, data: &mut DeviceBuffer<Scalar>, t: &Tables, log_n: u32, stream: &Stream) -> Result<(), NttError> {
+        let mut s0 = 0u32;
+        while s0 < log_n {
+            let (k, c_bits) = if s0 == 0 {
+                (log_n.min(BLOCK_ELEMS_LOG), 0)
+            } else {
+                let k = (log_n - s0).min(BLOCK_ELEMS_LOG - 1);
+                (k, s0.min(BLOCK_ELEMS_LOG - k))
+            };
+            let elems = 1u32 << (k + c_bits);
+            let blocks = (1u64 << log_n) / elems as u64;
+            let threads = (elems / 2).clamp(1, PASS_THREADS);
+            let shared = elems * std::mem::size_of::<Scalar>() as u32;
+            let (mut d, mut tw, mut l, mut s, mut kk, mut cb) =
+                (data.device_ptr(), t.twiddles.device_ptr(), log_n, s0, k, c_bits);
+            // SAFETY: data holds 2^log_n elements, twiddles n/2; the pass
+            // touches indices below 2^log_n only.
+            unsafe {
+                self.kernels
+                    .pass
+                    .launch(stream, blocks as u32, threads, shared, &mut [
+                        ptr_arg(&mut d),
+                        ptr_arg(&mut tw),
+                        ptr_arg(&mut l),
+                        ptr_arg(&mut s),
+                        ptr_arg(&mut kk),
+                        ptr_arg(&mut cb),
+                    ])
+                    .map_err(gpu_err)?;
+            }
+            s0 += k;
+        }
+        Ok(())
+    }
+
+    fn scale_by(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        tables: &(DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+        n: usize,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let (mut d, mut hi, mut lo, mut count, mut lo_bits) =
+            (data.device_ptr(), tables.0.device_ptr(), tables.1.device_ptr(), n as u64, LO_BITS);
+        // SAFETY: tables cover indices < n.
+        unsafe {
+            self.kernels
+                .scale_by_powers
+                .launch(stream, grid_for(n), EW_THREADS, 0, &mut [
+                    ptr_arg(&mut d),
+                    ptr_arg(&mut hi),
+                    ptr_arg(&mut lo),
+                    ptr_arg(&mut count),
+                    ptr_arg(&mut lo_bits),
+                ])
+                .map_err(gpu_err)
+        }
+    }
+
+    fn pointwise(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let t = self.tables(log_n, stream)?;
+        let n = 1usize << log_n;
+        let (mut pa, mut pb, mut pc, mut z, mut count) =
+            (a.device_ptr(), b.device_ptr(), c.device_ptr(), t.zinv.device_ptr(), n as u64);
+        // SAFETY: all three hold n elements.
+        unsafe {
+            self.kernels
+                .h_pointwise
+                .launch(stream, grid_for(n), EW_THREADS, 0, &mut [
+                    ptr_arg(&mut pa),
+                    ptr_arg(&mut pb),
+                    ptr_arg(&mut pc),
+                    ptr_arg(&mut z),
+                    ptr_arg(&mut count),
+                ])
+                .map_err(gpu_err)
+        }
+    }
+
+    /// Host-level transform of `v` (length a power of two) in place.
+    pub fn ntt(&self, v: &mut [Scalar], kind: NttKind) -> Result<(), NttError> {
+        let log_n = v.len().max(1).next_power_of_two().trailing_zeros();
+        if v.len() != 1 << log_n {
+            return Err(NttError::Backend { backend: "cuda", message: "length must be a power of two".into() });
+        }
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &streams.0;
+        let mut input = self.gpu.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
+        let mut out = self.gpu.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
+        {
+            let mut pinned = PinnedRange::new(&self.gpu, v).map_err(gpu_err)?;
+            input.upload_async(0, &pinned, s).map_err(gpu_err)?;
+            self.ntt_device(&input, &mut out, log_n, kind, s)?;
+            out.download_async(0, &mut pinned, s).map_err(gpu_err)?;
+            s.synchronize().map_err(gpu_err)?;
+        }
+        Ok(())
+    }
+}
+
+fn grid_for(n: usize) -> u32 {
+    (n.div_ceil(EW_THREADS as usize)).clamp(1, 1 << 20) as u32
+}
+
+impl Ntt for GpuNtt {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn compute_h(&self, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> Result<Vec<Scalar>, NttError> {
+        if a.len() != b.len() || a.len() != c.len() {
+            return Err(NttError::LengthMismatch { a: a.len(), b: b.len(), c: c.len() });
+        }
+        let domain_log = Domain::for_len(a.len())?.log_size();
+        let m = 1usize << domain_log;
+        let n = a.len();
+        let need = (4 * m + m / 2) * std::mem::size_of::<Scalar>();
+        let (free, _) = self.gpu.memory().map_err(gpu_err)?;
+        if need > free {
+            return Err(NttError::Backend {
+                backend: "cuda",
+                message: format!("compute_h at 2^{domain_log} needs {need} bytes of device memory, {free} free"),
+            });
+        }
+        let streams = self.streams.lock().unwrap_or_else(|p| p.into_inner());
+        let (compute, copy) = (&streams.0, &streams.1);
+        let mut bufs = Vec::with_capacity(3);
+        let mut events = Vec::with_capacity(3);
+        let pins = [
+            PinnedRange::new(&self.gpu, &mut a).map_err(gpu_err)?,
+            PinnedRange::new(&self.gpu, &mut b).map_err(gpu_err)?,
+            PinnedRange::new(&self.gpu, &mut c).map_err(gpu_err)?,
+        ];
+        // Uploads on the copy stream, one event each, so the transform of a
+        // starts while b and c are still crossing PCIe.
+        for v in pins.iter() {
+            let mut d = self.gpu.alloc::<Scalar>(m).map_err(gpu_err)?;
+            d.upload_async(0, v, copy).map_err(gpu_err)?;
+            d.zero_tail_async(n, copy).map_err(gpu_err)?;
+            let e = self.gpu.event().map_err(gpu_err)?;
+            e.record(copy).map_err(gpu_err)?;
+            bufs.push(d);
+            events.push(e);
+        }
+        let mut h = self.gpu.alloc::<Scalar>(m).map_err(gpu_err)?;
+        let mut it = bufs.into_iter();
+        let (mut da, mut db, mut dc) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+        compute.wait(&events[0]).map_err(gpu_err)?;
+        self.coset_evaluations(&mut da, &mut h, domain_log, compute)?;
+        compute.wait(&events[1]).map_err(gpu_err)?;
+        self.coset_evaluations(&mut db, &mut h, domain_log, compute)?;
+        compute.wait(&events[2]).map_err(gpu_err)?;
+        self.coset_evaluations(&mut dc, &mut h, domain_log, compute)?;
+        self.pointwise(&mut da, &db, &dc, domain_log, compute)?;
+        self.pointwise_inverse_into(&mut da, &mut h, domain_log, compute)?;
+        let mut out = vec![Scalar::ZERO; m - 1];
+        {
+            let mut pinned = PinnedRange::new(&self.gpu, &mut out).map_err(gpu_err)?;
+            h.download_async(0, &mut pinned, compute).map_err(gpu_err)?;
+            compute.synchronize().map_err(gpu_err)?;
+        }
+        // Device buffers and pinned ranges are released only after the
+        // stream has finished with them (the synchronize above).
+        drop((da, db, dc, h, pins));
+        Ok(out)
+    }
+}
+
+impl GpuNtt {
+    /// The tail of compute_h: `h = icoset_fft(a)` once `a` holds
+    /// `(a·b − c)/Z` on the coset.
+    fn pointwise_inverse_into(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        h: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let t = self.tables(log_n, stream)?;
+        self.permute(a, h, log_n, true, stream)?;
+        self.passes(h, &t, log_n, stream)?;
+        self.scale_by(h, &t.ninv_icoset, 1 << log_n, stream)
+    }
+}

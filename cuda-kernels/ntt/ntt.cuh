@@ -1,0 +1,86 @@
+// Radix-2 decimation-in-time NTT over Fr.
+//
+// The transform is: one out-of-place bit-reversal permutation, then log2(n)
+// butterfly stages grouped into passes of up to 10 stages that run in shared
+// memory (1024 elements = 32 KB per block), so a 2^27 transform reads and
+// writes device memory 4 times (permutation + 3 passes) instead of 27.
+//
+// Stage s (1-based) pairs elements i and i + h, h = 2^(s-1), with twiddle
+// omega^((i mod h) * n / 2h) = tw[(i mod h) << (log_n - s)], tw[k] = omega^k.
+// A pass covering stages s0+1 .. s0+K sees index i as
+//     i = hi * 2^(s0+K) + mid * 2^s0 + lo,   mid < 2^K, lo < 2^s0;
+// a block holds all 2^K `mid` values for C consecutive `lo` values (C*2^K =
+// 1024), so stages s0+1..s0+K never leave the block.
+#pragma once
+#include "ff/fr.cuh"
+
+namespace ntt {
+
+__device__ __forceinline__ uint32_t bit_reverse(uint32_t x, uint32_t bits) {
+    return bits == 0 ? 0 : (__brev(x) >> (32 - bits));
+}
+
+// out[rev(i)] = in[i] (forward), or in[(n - i) mod n] (inverse: the inverse
+// transform is the forward one applied to the index-reversed input, scaled
+// by 1/n elsewhere).
+__device__ __forceinline__ void bit_reverse_permute(fr_t* out, const fr_t* in, uint32_t log_n,
+                                                    bool inverse) {
+    const uint32_t n = 1u << log_n;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        uint32_t src = inverse ? ((n - i) & (n - 1)) : i;
+        out[bit_reverse(i, log_n)] = in[src];
+    }
+}
+
+// One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C).
+__device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t log_n,
+                                            uint32_t s0, uint32_t k, uint32_t c_bits) {
+    extern __shared__ fr_t sh[];
+    const uint32_t C = 1u << c_bits;
+    const uint32_t E = C << k;                 // elements in this block
+    const uint32_t lo_tiles = (1u << s0) >> c_bits;
+    const uint32_t hi = blockIdx.x / lo_tiles;
+    const uint32_t lo0 = (blockIdx.x % lo_tiles) << c_bits;
+    const size_t base = ((size_t)hi << (s0 + k)) + lo0;
+
+    // Element e of the block: mid = e >> c_bits, l = e & (C-1).
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
+        const uint32_t mid = e >> c_bits, l = e & (C - 1);
+        sh[e] = data[base + ((size_t)mid << s0) + l];
+    }
+    __syncthreads();
+
+    for (uint32_t r = 0; r < k; r++) {
+        const uint32_t s = s0 + r + 1;           // global stage, half = 2^(s-1)
+        for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
+            const uint32_t l = t & (C - 1);
+            const uint32_t m = t >> c_bits;      // butterfly index in mid space
+            const uint32_t low = m & ((1u << r) - 1);
+            const uint32_t mid0 = ((m >> r) << (r + 1)) | low;
+            const uint32_t e0 = (mid0 << c_bits) | l;
+            const uint32_t e1 = e0 + (1u << (r + c_bits));
+            // (i mod h) = low * 2^s0 + lo0 + l
+            const size_t imod = ((size_t)low << s0) + lo0 + l;
+            const fr_t w = tw[imod << (log_n - s)];
+            const fr_t x = sh[e0];
+            const fr_t y = fr_mul(sh[e1], w);
+            sh[e0] = fr_add(x, y);
+            sh[e1] = fr_sub(x, y);
+        }
+        __syncthreads();
+    }
+
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
+        const uint32_t mid = e >> c_bits, l = e & (C - 1);
+        data[base + ((size_t)mid << s0) + l] = sh[e];
+    }
+}
+
+// out[i] = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]: powers x^i from two
+// small tables (x^(j * 2^lo_bits) and x^j), one multiplication per element.
+__device__ __forceinline__ fr_t power_from_tables(const fr_t* hi, const fr_t* lo, size_t i,
+                                                  uint32_t lo_bits) {
+    return fr_mul(hi[i >> lo_bits], lo[i & ((1u << lo_bits) - 1)]);
+}
+
+}  // namespace ntt
