@@ -8,8 +8,11 @@
 //!
 //! # a real C1 output (e.g. from the make-c1 example, or Lotus/Curio)
 //! cargo run --release --example prove -- c1.json --prover-id HEX --sector-id N \
-//!     [--params-dir DIR | --params FILE] [--seed N] [--out proof.json] [--no-verify]
+//!     [--params-dir DIR | --params FILE] [--seed N] [--out proof.json] [--no-verify] \
+//!     [--backend cpu|auto]
 //! ```
+//! `--backend auto` (the default) uses the GPU NTT when built with
+//! `--features cuda` and a device answers, else the CPU (and says so).
 //! Parameters default to `$FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs'
 //! default folder when unset), under filecoin-proofs' file names.
 
@@ -24,7 +27,7 @@ use porep_c2::{
 fn usage() -> ! {
     eprintln!(
         "usage: prove [C1_JSON --prover-id HEX --sector-id N] [--params-dir DIR | --params FILE] \
-         [--seed N] [--out proof.json] [--no-verify] [--synthesis-workers N]"
+         [--seed N] [--out proof.json] [--no-verify] [--synthesis-workers N] [--backend cpu|auto]"
     );
     std::process::exit(2)
 }
@@ -86,7 +89,8 @@ fn fail(msg: impl std::fmt::Display) -> ! {
 }
 
 fn main() {
-    env_logger::init();
+    // Warnings (such as "no GPU; proving on the CPU") are shown by default.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let mut c1_path: Option<PathBuf> = None;
     let mut prover_id: Option<[u8; 32]> = None;
     let mut sector_id: Option<u64> = None;
@@ -105,6 +109,13 @@ fn main() {
             }
             "--out" => out = Some(val().into()),
             "--no-verify" => config.verify = false,
+            "--backend" => {
+                config.backend = match val().as_str() {
+                    "cpu" => porep_c2::Backend::cpu(),
+                    "auto" => porep_c2::Backend::auto(),
+                    _ => usage(),
+                }
+            }
             "--synthesis-workers" => {
                 config.pipeline.synthesis_workers = val().parse().unwrap_or_else(|_| usage())
             }

@@ -508,3 +508,63 @@ impl<T> Drop for PinnedRange<'_, T> {
         }
     }
 }
+
+/// Page-locked host memory from `cuMemAllocHost`: the staging area for
+/// chunked copies (allocated once; pinning a fresh 4 GB vector per call cost
+/// seconds on the H200, far more than the copy itself).
+pub struct PinnedBuffer<T> {
+    ptr: *mut T,
+    len: usize,
+    gpu: Arc<Gpu>,
+}
+
+// SAFETY: plain host memory owned by this value.
+unsafe impl<T: Send> Send for PinnedBuffer<T> {}
+unsafe impl<T: Sync> Sync for PinnedBuffer<T> {}
+
+impl<T: Copy> PinnedBuffer<T> {
+    /// `len` elements of pinned host memory (uninitialised bytes: `T` must
+    /// accept any bit pattern; the callers copy data in before reading).
+    pub fn new(gpu: &Arc<Gpu>, len: usize) -> Result<Self, GpuError> {
+        gpu.bind()?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| GpuError::Invalid(format!("pinned allocation of {len} elements overflows")))?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        if bytes > 0 {
+            // SAFETY: valid out-pointer.
+            check("cuMemAllocHost", unsafe { sys::cuMemAllocHost_v2(&mut p, bytes) })?;
+        }
+        Ok(Self { ptr: p.cast(), len, gpu: gpu.clone() })
+    }
+
+    /// The memory as a slice.
+    pub fn as_slice(&self) -> &[T] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: allocated for len elements; callers write before reading.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The memory as a mutable slice.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            let _ = self.gpu.bind();
+            // SAFETY: allocated by cuMemAllocHost.
+            unsafe {
+                let _ = sys::cuMemFreeHost(self.ptr.cast());
+            }
+        }
+    }
+}

@@ -28,6 +28,36 @@ impl Default for Backend {
     }
 }
 
+impl Backend {
+    /// The CPU for every stage (the oracle; no device is probed).
+    pub fn cpu() -> Self {
+        Self::default()
+    }
+
+    /// The fastest stages this build and host offer: with the `cuda` feature
+    /// and a CUDA device, the GPU NTT on device 0 (the MSM stays on the CPU
+    /// until the GPU MSM lands); otherwise the CPU. Says which, and why, in
+    /// one log line (warn level when falling back).
+    pub fn auto() -> Self {
+        #[cfg(feature = "cuda")]
+        {
+            let gpu = c2_cuda::Gpu::open(0)
+                .map_err(|e| e.to_string())
+                .and_then(|gpu| c2_ntt::GpuNtt::new(gpu).map_err(|e| e.to_string()));
+            match gpu {
+                Ok(ntt) => {
+                    log::info!("porep-c2: NTT on the GPU ({}), MSM on the CPU", ntt.gpu().info().name);
+                    return Self { ntt: Arc::new(ntt), msm: Arc::new(CpuMsm) };
+                }
+                Err(e) => log::warn!("porep-c2: {e}; proving on the CPU"),
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        log::warn!("porep-c2: {}; proving on the CPU", c2_cuda::GpuError::NotCompiled);
+        Self::default()
+    }
+}
+
 impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Backend {{ ntt: {}, msm: {} }}", self.ntt.name(), self.msm.name())

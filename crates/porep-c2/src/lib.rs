@@ -76,7 +76,8 @@ pub struct ProverConfig {
     pub check_vanilla_proofs: bool,
     /// Synthesis workers and queue depth in front of the prover.
     pub pipeline: PipelineConfig,
-    /// NTT and MSM implementations. Default: CPU.
+    /// NTT and MSM implementations. Default: CPU ([`ProverConfig::from_env`]
+    /// picks [`Backend::auto`]).
     pub backend: Backend,
 }
 
@@ -95,9 +96,10 @@ impl Default for ProverConfig {
 
 impl ProverConfig {
     /// The defaults, with the parameter folder taken from the environment as
-    /// filecoin-proofs does (the only environment read in this crate).
+    /// filecoin-proofs does (the only environment read in this crate) and the
+    /// fastest backend available ([`Backend::auto`]).
     pub fn from_env() -> Self {
-        Self { params: ParamsSource::from_env(), ..Self::default() }
+        Self { params: ParamsSource::from_env(), backend: Backend::auto(), ..Self::default() }
     }
 }
 
