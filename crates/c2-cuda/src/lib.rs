@@ -68,3 +68,25 @@ pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
         Err(GpuError::NotCompiled)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Without the feature, or on a machine without a GPU (CI), the API
+    /// answers "no GPU" instead of failing to build, link or run.
+    #[test]
+    fn no_gpu_is_a_typed_answer() {
+        match devices() {
+            Ok(d) => {
+                assert!(!d.is_empty());
+                eprintln!("GPU present: {:?}", d[0]);
+            }
+            Err(e) => {
+                eprintln!("no GPU here, as expected on CI: {e}");
+                assert!(matches!(e, GpuError::NotCompiled | GpuError::NoDevice(_)), "{e:?}");
+                assert!(e.to_string().starts_with("no GPU"), "{e}");
+            }
+        }
+    }
+}

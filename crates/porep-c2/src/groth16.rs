@@ -190,3 +190,20 @@ pub fn prove_synthesized(
     });
     Ok((proof, t))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `auto` always yields a working backend: the GPU where one answers,
+    /// else the CPU (after one log line).
+    #[test]
+    fn auto_falls_back_to_the_cpu_without_a_gpu() {
+        let b = Backend::auto();
+        match c2_cuda::devices() {
+            Ok(_) => assert!(["cuda", "cpu"].contains(&b.ntt.name())),
+            Err(_) => assert_eq!(b.ntt.name(), "cpu"),
+        }
+        assert_eq!(b.msm.name(), "cpu-blst");
+    }
+}
