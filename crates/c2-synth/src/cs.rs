@@ -203,3 +203,83 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Synthesized, Synthes
     }
     Ok(cs.into_synthesized())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// x · y = z with z public, plus a term with a zero coefficient.
+    struct Mul {
+        x: u64,
+        y: u64,
+    }
+
+    impl Circuit<Scalar> for Mul {
+        fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+            let x = cs.alloc(|| "x", || Ok(Scalar::from(self.x)))?;
+            let y = cs.alloc(|| "y", || Ok(Scalar::from(self.y)))?;
+            let z = cs.alloc_input(|| "z", || Ok(Scalar::from(self.x * self.y)))?;
+            // The zero coefficient on y in A must neither add nor mark A's density.
+            cs.enforce(|| "mul", |lc| lc + x + (Scalar::ZERO, y), |lc| lc + y, |lc| lc + z);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn records_what_bellpersons_prover_records() {
+        let s = synthesize(Mul { x: 3, y: 4 }).unwrap();
+        let f = |v: u64| Scalar::from(v);
+        assert_eq!(s.input_assignment, vec![f(1), f(12)]);
+        assert_eq!(s.aux_assignment, vec![f(3), f(4)]);
+        // One circuit constraint, then `input · 0 = 0` for ONE and z.
+        assert_eq!(s.a, vec![f(3), f(1), f(12)]);
+        assert_eq!(s.b, vec![f(4), f(0), f(0)]);
+        assert_eq!(s.c, vec![f(12), f(0), f(0)]);
+        assert_eq!(s.a_aux_density.iter().collect::<Vec<_>>(), vec![true, false]);
+        assert_eq!(s.b_aux_density.iter().collect::<Vec<_>>(), vec![false, true]);
+        assert_eq!(s.b_input_density.iter().collect::<Vec<_>>(), vec![false, false]);
+        assert_eq!(s.num_constraints(), 3);
+    }
+
+    #[test]
+    fn extend_equals_sequential_synthesis() {
+        // Two sub-systems synthesized apart and joined give the same record
+        // as one run (the basis for parallel synthesis inside a partition).
+        let mut whole = WitnessCs::new();
+        whole.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        Mul { x: 3, y: 4 }.synthesize(&mut whole).unwrap();
+        Mul { x: 5, y: 6 }.synthesize(&mut whole).unwrap();
+
+        let mut joined = WitnessCs::new();
+        joined.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        for (x, y) in [(3, 4), (5, 6)] {
+            let mut part = WitnessCs::new();
+            part.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+            Mul { x, y }.synthesize(&mut part).unwrap();
+            joined.extend(&part);
+        }
+        // Variable indices of the second part are local to it, so the A/B/C
+        // values differ only where they reference variables: here they are
+        // equal because each part's constraint uses only its own variables.
+        assert_eq!(joined.out.input_assignment, whole.out.input_assignment);
+        assert_eq!(joined.out.aux_assignment, whole.out.aux_assignment);
+        assert_eq!(joined.out.a, whole.out.a);
+        assert_eq!(joined.out.b, whole.out.b);
+        assert_eq!(joined.out.c, whole.out.c);
+        assert_eq!(joined.out.b_input_density, whole.out.b_input_density);
+        assert_eq!(joined.out.a_aux_density, whole.out.a_aux_density);
+        assert_eq!(joined.out.b_aux_density, whole.out.b_aux_density);
+    }
+
+    #[test]
+    fn synthesis_errors_propagate() {
+        struct Missing;
+        impl Circuit<Scalar> for Missing {
+            fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+                cs.alloc(|| "w", || Err(SynthesisError::AssignmentMissing))?;
+                Ok(())
+            }
+        }
+        assert!(matches!(synthesize(Missing), Err(SynthesisError::AssignmentMissing)));
+    }
+}
