@@ -94,7 +94,7 @@ where
     let mut acc = A::Curve::identity();
     let mut next_base = 0;
     for (i, s) in scalars.iter().enumerate() {
-        if mask.map_or(true, |m| m.get(i)) {
+        if mask.is_none_or(|m| m.get(i)) {
             acc += bases[next_base] * s;
             next_base += 1;
         }

@@ -60,7 +60,7 @@ impl Density {
 
     /// Appends one bit.
     pub fn push(&mut self, bit: bool) {
-        if self.len % 64 == 0 {
+        if self.len.is_multiple_of(64) {
             self.words.push(0);
         }
         self.len += 1;
@@ -110,11 +110,10 @@ impl Density {
             return;
         }
         let mut bits = other.iter();
-        if is_input {
-            if bits.next() == Some(true) {
+        if is_input
+            && bits.next() == Some(true) {
                 self.set(0);
             }
-        }
         for b in bits {
             self.push(b);
         }

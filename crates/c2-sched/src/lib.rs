@@ -222,7 +222,7 @@ impl Pipeline {
             match r {
                 Ok(v) => slots[index] = Some(v),
                 Err(error) => {
-                    if first_error.as_ref().map_or(true, |(i, _)| index < *i) {
+                    if first_error.as_ref().is_none_or(|(i, _)| index < *i) {
                         first_error = Some((index, error));
                     }
                 }
@@ -265,7 +265,7 @@ mod tests {
                 }
             })
             .collect();
-        let out = p.run(20, |k| Ok(k), consumers).unwrap();
+        let out = p.run(20, Ok, consumers).unwrap();
         assert_eq!(out.results, (0..20).map(|k| k * 10).collect::<Vec<_>>());
         assert_eq!(out.timings.len(), 20);
     }
@@ -316,7 +316,7 @@ mod tests {
 
         let r = Pipeline::new(PipelineConfig::default()).run(
             5,
-            |k| Ok(k),
+            Ok,
             vec![|k, _x: usize| if k == 2 { Err("prover failed") } else { Ok(()) }],
         );
         assert_eq!(r.unwrap_err(), SchedError::Job { index: 2, error: "prover failed" });
@@ -326,7 +326,7 @@ mod tests {
     fn worker_panics_become_errors() {
         let r = Pipeline::new(PipelineConfig::default()).run(
             3,
-            |k| Ok::<_, ()>(k),
+            Ok::<_, ()>,
             vec![|k, _x: usize| {
                 if k == 1 {
                     panic!("boom");
@@ -341,7 +341,7 @@ mod tests {
     fn no_consumer_is_an_error() {
         let consumers: Vec<fn(usize, usize) -> Result<(), ()>> = vec![];
         assert!(matches!(
-            Pipeline::default().run(1, |k| Ok(k), consumers),
+            Pipeline::default().run(1, Ok, consumers),
             Err(SchedError::NoConsumer)
         ));
     }

@@ -102,7 +102,7 @@ pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
     if config.layers != 2 && config.layers != 11 {
         return Err(DemoError(format!("{} layers: the column hash supports 2 or 11", config.layers)));
     }
-    if config.nodes < 8 || !config.nodes.is_power_of_two() || config.nodes.trailing_zeros() % 3 != 0 {
+    if config.nodes < 8 || !config.nodes.is_power_of_two() || !config.nodes.trailing_zeros().is_multiple_of(3) {
         return Err(DemoError(format!("{} nodes: must be a power of 8, at least 8", config.nodes)));
     }
     if config.challenges == 0 || config.partitions == 0 {
