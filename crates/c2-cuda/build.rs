@@ -1,9 +1,10 @@
 //! Compiles `cuda-kernels/` into one fatbin embedded in the crate (feature
 //! `cuda` only).
 //!
-//! - Fr Montgomery arithmetic comes from ec-gpu-gen's source generator (the
-//!   code bellperson's kernels use, 32-bit limbs with PTX carry chains), written
-//!   to `$OUT_DIR/fr_gen.cuh` with `fr_*` aliases our kernels call.
+//! - Fr, Fp and Fp2 Montgomery arithmetic comes from ec-gpu-gen's source
+//!   generator (the code bellperson's kernels use, 32-bit limbs with PTX carry
+//!   chains), written to `$OUT_DIR/fr_gen.cuh` with `fr_*` aliases and
+//!   `fp_ops` / `fp2_ops` trait structs our kernels call.
 //! - Architectures: SASS for sm_80, sm_86, sm_89, sm_90 and PTX for compute_90
 //!   (newer GPUs JIT it). Override with `C2_CUDA_ARCHS=90` (comma list; the
 //!   last one also gets PTX).
@@ -26,8 +27,12 @@ fn main() {
 
     // Fr arithmetic from ec-gpu-gen, plus short aliases.
     let name = <blstrs::Scalar as ec_gpu::GpuName>::name();
+    let fp = <blstrs::Fp as ec_gpu::GpuName>::name();
+    let fp2 = <blstrs::Fp2 as ec_gpu::GpuName>::name();
     let mut src = ec_gpu_gen::SourceBuilder::new()
         .add_field::<blstrs::Scalar>()
+        .add_field::<blstrs::Fp>()
+        .add_field::<blstrs::Fp2>()
         .build_32_bit_limbs();
     src.push_str(&format!(
         r#"
@@ -39,6 +44,61 @@ __device__ __forceinline__ fr_t fr_mul(fr_t a, fr_t b) {{ return {name}_mul(a, b
 __device__ __forceinline__ fr_t fr_sqr(fr_t a) {{ return {name}_sqr(a); }}
 __device__ __forceinline__ fr_t fr_zero() {{ return {name}_ZERO; }}
 __device__ __forceinline__ fr_t fr_one() {{ return {name}_ONE; }}
+
+// Base field Fp (12 x 32-bit limbs, Montgomery, blst's layout) and Fp2.
+typedef {fp} fp_t;
+typedef {fp2} fp2_t;
+
+// a^(p-2) = 1/a (0 for 0): square-and-multiply over the 381 bits of p-2.
+// Slow (~570 products) but only used off the hot path (final affine
+// conversions, tests).
+__device__ __noinline__ fp_t fp_inv(fp_t a) {{
+    const uint32_t e[12] = {{0xffffaaa9, 0xb9feffff, 0xb153ffff, 0x1eabfffe, 0xf6b0f624, 0x6730d2a0,
+                             0xf38512bf, 0x64774b84, 0x434bacd7, 0x4b1ba7b6, 0x397fe69a, 0x1a0111ea}};
+    fp_t r = {fp}_ONE;
+    // Not unrolled: 381 inlined products would take cicc minutes to compile.
+#pragma unroll 1
+    for (int i = 11; i >= 0; i--)
+#pragma unroll 1
+        for (int b = 31; b >= 0; b--) {{
+            r = {fp}_sqr(r);
+            if ((e[i] >> b) & 1) r = {fp}_mul(r, a);
+        }}
+    return r;
+}}
+
+// 1/(c0 + c1 u) = (c0 - c1 u) / (c0^2 + c1^2), since u^2 = -1.
+__device__ __noinline__ fp2_t fp2_inv(fp2_t a) {{
+    fp_t ni = fp_inv({fp}_add({fp}_sqr(a.c0), {fp}_sqr(a.c1)));
+    fp2_t r;
+    r.c0 = {fp}_mul(a.c0, ni);
+    r.c1 = {fp}_mul({fp}_sub({fp}_ZERO, a.c1), ni);
+    return r;
+}}
+struct fp_ops {{
+    typedef fp_t F;
+    static __device__ __forceinline__ F add(F a, F b) {{ return {fp}_add(a, b); }}
+    static __device__ __forceinline__ F sub(F a, F b) {{ return {fp}_sub(a, b); }}
+    static __device__ __forceinline__ F mul(F a, F b) {{ return {fp}_mul(a, b); }}
+    static __device__ __forceinline__ F sqr(F a) {{ return {fp}_sqr(a); }}
+    static __device__ __forceinline__ F dbl(F a) {{ return {fp}_double(a); }}
+    static __device__ __forceinline__ F zero() {{ return {fp}_ZERO; }}
+    static __device__ __forceinline__ F one() {{ return {fp}_ONE; }}
+    static __device__ __forceinline__ bool eq(F a, F b) {{ return {fp}_eq(a, b); }}
+    static __device__ __forceinline__ F inv(F a) {{ return fp_inv(a); }}
+}};
+struct fp2_ops {{
+    typedef fp2_t F;
+    static __device__ __forceinline__ F add(F a, F b) {{ return {fp2}_add(a, b); }}
+    static __device__ __forceinline__ F sub(F a, F b) {{ return {fp2}_sub(a, b); }}
+    static __device__ __forceinline__ F mul(F a, F b) {{ return {fp2}_mul(a, b); }}
+    static __device__ __forceinline__ F sqr(F a) {{ return {fp2}_sqr(a); }}
+    static __device__ __forceinline__ F dbl(F a) {{ return {fp2}_double(a); }}
+    static __device__ __forceinline__ F zero() {{ return {fp2}_ZERO; }}
+    static __device__ __forceinline__ F one() {{ return {fp2}_ONE; }}
+    static __device__ __forceinline__ bool eq(F a, F b) {{ return {fp2}_eq(a, b); }}
+    static __device__ __forceinline__ F inv(F a) {{ return fp2_inv(a); }}
+}};
 "#
     ));
     std::fs::write(out.join("fr_gen.cuh"), src).expect("writing fr_gen.cuh");

@@ -116,6 +116,52 @@ fn differential(gpu: &GpuNtt, r: &mut Report, quick: bool) -> Result<(), String>
     Ok(())
 }
 
+/// G1/G2 XYZZ formulas (the MSM bucket arithmetic) vs blstrs, random points
+/// plus the exceptional cases: infinity on either side, P + P, P + (-P).
+fn curve_checks(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
+    use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
+    use group::{prime::PrimeCurveAffine, Curve, Group};
+    let check = c2_msm::gpu::GpuCurveCheck::new(gpu).map_err(|e| e.to_string())?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(3),
+    );
+    fn cases<P: Group + Curve>(rng: &mut impl rand::RngCore, n: usize) -> (Vec<P::AffineRepr>, Vec<P::AffineRepr>)
+    where
+        P::AffineRepr: PrimeCurveAffine<Curve = P>,
+    {
+        let mut a: Vec<P::AffineRepr> = (0..n).map(|_| P::random(&mut *rng).to_affine()).collect();
+        let mut b: Vec<P::AffineRepr> = (0..n).map(|_| P::random(&mut *rng).to_affine()).collect();
+        let inf = P::AffineRepr::identity();
+        a[0] = inf; // inf + b
+        b[1] = inf; // a + inf
+        a[2] = inf; // inf + inf
+        b[2] = inf;
+        b[3] = a[3]; // P + P
+        b[4] = (-a[4].to_curve()).to_affine(); // P + (-P)
+        b[5] = (a[5].to_curve().double()).to_affine(); // 2P: 2a + b = 4a
+        (a, b)
+    }
+    fn expect<P: Group + Curve>(a: &P::AffineRepr, b: &P::AffineRepr) -> [P::AffineRepr; 4]
+    where
+        P::AffineRepr: PrimeCurveAffine<Curve = P>,
+    {
+        let (pa, pb) = (a.to_curve(), b.to_curve());
+        let sum = (pa + pb).to_affine();
+        let d = pa.double();
+        [sum, sum, d.to_affine(), (d + pb).to_affine()]
+    }
+    let (a, b) = cases::<G1Projective>(&mut rng, 4096);
+    let got = check.g1(&a, &b).map_err(|e| e.to_string())?;
+    let bad = a.iter().zip(&b).zip(&got).filter(|((x, y), g)| expect::<G1Projective>(x, y) != **g).count();
+    r.check(format!("G1 xyzz add/madd/dbl vs blstrs (4096 pairs incl. inf, P+P, P-P): {bad} wrong"), bad == 0);
+    let (a, b) = cases::<G2Projective>(&mut rng, 1024);
+    let got = check.g2(&a, &b).map_err(|e| e.to_string())?;
+    let bad = a.iter().zip(&b).zip(&got).filter(|((x, y), g)| expect::<G2Projective>(x, y) != **g).count();
+    r.check(format!("G2 xyzz add/madd/dbl vs blstrs (1024 pairs incl. inf, P+P, P-P): {bad} wrong"), bad == 0);
+    let _ = (G1Affine::identity(), G2Affine::identity());
+    Ok(())
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
@@ -316,11 +362,14 @@ fn main() {
         println!("FAIL opening device 0: {e}");
         std::process::exit(1)
     });
-    let ntt = GpuNtt::new(gpu).unwrap_or_else(|e| {
+    let ntt = GpuNtt::new(gpu.clone()).unwrap_or_else(|e| {
         println!("FAIL loading kernels: {e}");
         std::process::exit(1)
     });
     let mut report = Report { checks: Vec::new(), bench: Vec::new() };
+    if let Err(e) = curve_checks(gpu, &mut report) {
+        report.check(format!("curve checks aborted: {e}"), false);
+    }
     let t = Instant::now();
     if let Err(e) = differential(&ntt, &mut report, quick) {
         report.check(format!("differential tests aborted: {e}"), false);

@@ -17,6 +17,8 @@
 
 mod cpu;
 mod density;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 
 pub use cpu::{naive_msm, CpuMsm};
 pub use density::Density;

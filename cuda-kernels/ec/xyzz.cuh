@@ -1,0 +1,129 @@
+// Short Weierstrass points (y^2 = x^3 + b, a = 0) over Fp (G1) or Fp2 (G2),
+// one template over a field-ops struct (fp_ops / fp2_ops from fr_gen.cuh).
+//
+// affine: blst's layout (x, y); the point at infinity is all zeros, as in
+//         blst/blstrs, so parameter vectors upload as raw bytes.
+// xyzz:   extended Jacobian (X, Y, ZZ, ZZZ) with x = X/ZZ, y = Y/ZZZ and
+//         ZZ^3 = ZZZ^2; infinity has ZZ = 0. Bucket accumulators use it:
+//         a mixed addition costs 8M + 2S and needs no inversion.
+// Formulas: hyperelliptic.org EFD, g1p/auto-shortw-xyzz (madd-2008-s,
+// add-2008-s, dbl-2008-s-1, mdbl-2008-s-1), with the exceptional cases
+// (infinity, P + P, P + (-P)) handled explicitly.
+#pragma once
+
+namespace ec {
+
+template <class O> struct affine {
+    typename O::F x, y;
+};
+
+template <class O> struct xyzz {
+    typename O::F x, y, zz, zzz;
+};
+
+template <class O> __device__ __forceinline__ bool is_zero(typename O::F a) {
+    return O::eq(a, O::zero());
+}
+
+template <class O> __device__ __forceinline__ bool is_inf(const affine<O>& p) {
+    return is_zero<O>(p.x) && is_zero<O>(p.y);
+}
+
+template <class O> __device__ __forceinline__ bool is_inf(const xyzz<O>& p) {
+    return is_zero<O>(p.zz);
+}
+
+template <class O> __device__ __forceinline__ xyzz<O> infinity() {
+    return {O::zero(), O::one(), O::zero(), O::zero()};
+}
+
+template <class O> __device__ __forceinline__ xyzz<O> from_affine(const affine<O>& p) {
+    if (is_inf(p)) return infinity<O>();
+    return {p.x, p.y, O::one(), O::one()};
+}
+
+// 2P for P in xyzz (dbl-2008-s-1, a = 0).
+template <class O> __device__ __noinline__ xyzz<O> dbl(const xyzz<O>& p) {
+    typedef typename O::F F;
+    if (is_inf(p)) return p;
+    F u = O::dbl(p.y);
+    F v = O::sqr(u);
+    F w = O::mul(u, v);
+    F s = O::mul(p.x, v);
+    F x2 = O::sqr(p.x);
+    F m = O::add(O::dbl(x2), x2);
+    F x3 = O::sub(O::sqr(m), O::dbl(s));
+    F y3 = O::sub(O::mul(m, O::sub(s, x3)), O::mul(w, p.y));
+    return {x3, y3, O::mul(v, p.zz), O::mul(w, p.zzz)};
+}
+
+// 2P for P affine (mdbl-2008-s-1).
+template <class O> __device__ __noinline__ xyzz<O> dbl_affine(const affine<O>& p) {
+    typedef typename O::F F;
+    if (is_inf(p)) return infinity<O>();
+    F u = O::dbl(p.y);
+    F v = O::sqr(u);
+    F w = O::mul(u, v);
+    F s = O::mul(p.x, v);
+    F x2 = O::sqr(p.x);
+    F m = O::add(O::dbl(x2), x2);
+    F x3 = O::sub(O::sqr(m), O::dbl(s));
+    F y3 = O::sub(O::mul(m, O::sub(s, x3)), O::mul(w, p.y));
+    return {x3, y3, v, w};
+}
+
+// P + Q with Q affine (madd-2008-s).
+template <class O> __device__ __noinline__ xyzz<O> add_mixed(const xyzz<O>& p, const affine<O>& q) {
+    typedef typename O::F F;
+    if (is_inf(q)) return p;
+    if (is_inf(p)) return from_affine(q);
+    F u2 = O::mul(q.x, p.zz);
+    F s2 = O::mul(q.y, p.zzz);
+    F pp_ = O::sub(u2, p.x);
+    F r = O::sub(s2, p.y);
+    if (is_zero<O>(pp_)) {
+        if (is_zero<O>(r)) return dbl_affine(q);  // P == Q
+        return infinity<O>();                      // P == -Q
+    }
+    F pp = O::sqr(pp_);
+    F ppp = O::mul(pp_, pp);
+    F q_ = O::mul(p.x, pp);
+    F x3 = O::sub(O::sub(O::sqr(r), ppp), O::dbl(q_));
+    F y3 = O::sub(O::mul(r, O::sub(q_, x3)), O::mul(p.y, ppp));
+    return {x3, y3, O::mul(p.zz, pp), O::mul(p.zzz, ppp)};
+}
+
+// P + Q, both xyzz (add-2008-s).
+template <class O> __device__ __noinline__ xyzz<O> add(const xyzz<O>& p, const xyzz<O>& q) {
+    typedef typename O::F F;
+    if (is_inf(q)) return p;
+    if (is_inf(p)) return q;
+    F u1 = O::mul(p.x, q.zz);
+    F u2 = O::mul(q.x, p.zz);
+    F s1 = O::mul(p.y, q.zzz);
+    F s2 = O::mul(q.y, p.zzz);
+    F pp_ = O::sub(u2, u1);
+    F r = O::sub(s2, s1);
+    if (is_zero<O>(pp_)) {
+        if (is_zero<O>(r)) return dbl(p);
+        return infinity<O>();
+    }
+    F pp = O::sqr(pp_);
+    F ppp = O::mul(pp_, pp);
+    F q_ = O::mul(u1, pp);
+    F x3 = O::sub(O::sub(O::sqr(r), ppp), O::dbl(q_));
+    F y3 = O::sub(O::mul(r, O::sub(q_, x3)), O::mul(s1, ppp));
+    return {x3, y3, O::mul(O::mul(p.zz, q.zz), pp), O::mul(O::mul(p.zzz, q.zzz), ppp)};
+}
+
+// xyzz -> affine with one inversion: 1/ZZZ, then 1/ZZ = ZZ^2 / ZZZ^2
+// (ZZ^3 = ZZZ^2). Infinity maps to (0, 0), blst's encoding.
+template <class O> __device__ __noinline__ affine<O> to_affine(const xyzz<O>& p) {
+    typedef typename O::F F;
+    if (is_inf(p)) return {O::zero(), O::zero()};
+    F zzz_inv = O::inv(p.zzz);
+    F zz_inv = O::mul(O::sqr(p.zz), O::sqr(zzz_inv));
+    return {O::mul(p.x, zz_inv), O::mul(p.y, zzz_inv)};
+}
+
+}  // namespace ec
