@@ -66,11 +66,11 @@ fn differential(gpu: &GpuNtt, r: &mut Report, quick: bool) -> Result<(), String>
     for log_n in 1..=max_log {
         let d = Domain::new(log_n).map_err(|e| e.to_string())?;
         for kind in KINDS {
-            let mut cases: Vec<(&str, Vec<Scalar>)> = vec![("random", random_vec(d.size(), log_n as u64))];
-            if matches!(log_n, 1 | 5 | 12 | 20) {
-                cases.push(("zero", vec![Scalar::ZERO; d.size()]));
-                cases.push(("r-1", vec![minus_one; d.size()]));
-            }
+            let cases: Vec<(&str, Vec<Scalar>)> = vec![
+                ("random", random_vec(d.size(), log_n as u64)),
+                ("zero", vec![Scalar::ZERO; d.size()]),
+                ("r-1", vec![minus_one; d.size()]),
+            ];
             for (name, input) in cases {
                 let mut want = input.clone();
                 cpu_ntt(&d, &mut want, kind);
@@ -103,10 +103,31 @@ fn differential(gpu: &GpuNtt, r: &mut Report, quick: bool) -> Result<(), String>
         let mut want = input.clone();
         d.fft(&mut want);
         println!("  (cpu fft 2^27: {:.1?})", t.elapsed());
-        let mut got = input;
+        let mut got = input.clone();
         gpu.ntt(&mut got, NttKind::Forward).map_err(|e| e.to_string())?;
         r.check("ntt 2^27 Forward random".into(), got == want);
         drop((got, want));
+        let t = Instant::now();
+        let mut want = input.clone();
+        d.ifft(&mut want);
+        println!("  (cpu ifft 2^27: {:.1?})", t.elapsed());
+        let mut got = input;
+        gpu.ntt(&mut got, NttKind::Inverse).map_err(|e| e.to_string())?;
+        r.check("ntt 2^27 Inverse random".into(), got == want);
+        drop((got, want));
+        // Constant inputs have closed forms: fft(c,..,c) = (n·c, 0, .., 0)
+        // and ifft(c,..,c) = (c, 0, .., 0); zero maps to zero.
+        let n = d.size();
+        for (name, c) in [("zero", Scalar::ZERO), ("r-1", minus_one)] {
+            let mut got = vec![c; n];
+            gpu.ntt(&mut got, NttKind::Forward).map_err(|e| e.to_string())?;
+            let ok = got[0] == c * Scalar::from(n as u64) && got[1..].par_iter().all(|x| *x == Scalar::ZERO);
+            r.check(format!("ntt 2^27 Forward {name}"), ok);
+            let mut got = vec![c; n];
+            gpu.ntt(&mut got, NttKind::Inverse).map_err(|e| e.to_string())?;
+            let ok = got[0] == c && got[1..].par_iter().all(|x| *x == Scalar::ZERO);
+            r.check(format!("ntt 2^27 Inverse {name}"), ok);
+        }
         let a = random_vec(1 << log_n, 271);
         let mut got = a.clone();
         gpu.ntt(&mut got, NttKind::CosetForward).map_err(|e| e.to_string())?;
