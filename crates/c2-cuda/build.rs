@@ -75,30 +75,22 @@ __device__ __noinline__ fp2_t fp2_inv(fp2_t a) {{
     r.c1 = {fp}_mul({fp}_sub({fp}_ZERO, a.c1), ni);
     return r;
 }}
-struct fp_ops {{
-    typedef fp_t F;
-    static __device__ __forceinline__ F add(F a, F b) {{ return {fp}_add(a, b); }}
-    static __device__ __forceinline__ F sub(F a, F b) {{ return {fp}_sub(a, b); }}
-    static __device__ __forceinline__ F mul(F a, F b) {{ return {fp}_mul(a, b); }}
-    static __device__ __forceinline__ F sqr(F a) {{ return {fp}_sqr(a); }}
-    static __device__ __forceinline__ F dbl(F a) {{ return {fp}_double(a); }}
-    static __device__ __forceinline__ F zero() {{ return {fp}_ZERO; }}
-    static __device__ __forceinline__ F one() {{ return {fp}_ONE; }}
-    static __device__ __forceinline__ bool eq(F a, F b) {{ return {fp}_eq(a, b); }}
-    static __device__ __forceinline__ F inv(F a) {{ return fp_inv(a); }}
-}};
-struct fp2_ops {{
-    typedef fp2_t F;
-    static __device__ __forceinline__ F add(F a, F b) {{ return {fp2}_add(a, b); }}
-    static __device__ __forceinline__ F sub(F a, F b) {{ return {fp2}_sub(a, b); }}
-    static __device__ __forceinline__ F mul(F a, F b) {{ return {fp2}_mul(a, b); }}
-    static __device__ __forceinline__ F sqr(F a) {{ return {fp2}_sqr(a); }}
-    static __device__ __forceinline__ F dbl(F a) {{ return {fp2}_double(a); }}
-    static __device__ __forceinline__ F zero() {{ return {fp2}_ZERO; }}
-    static __device__ __forceinline__ F one() {{ return {fp2}_ONE; }}
-    static __device__ __forceinline__ bool eq(F a, F b) {{ return {fp2}_eq(a, b); }}
-    static __device__ __forceinline__ F inv(F a) {{ return fp2_inv(a); }}
-}};
+// One ops struct per field, for the curve templates in ec/.
+#define C2_FIELD_OPS(OPS, T, P, INV)                                              \
+    struct OPS {{                                                                   \
+        typedef T F;                                                              \
+        static __device__ __forceinline__ F add(F a, F b) {{ return P##_add(a, b); }} \
+        static __device__ __forceinline__ F sub(F a, F b) {{ return P##_sub(a, b); }} \
+        static __device__ __forceinline__ F mul(F a, F b) {{ return P##_mul(a, b); }} \
+        static __device__ __forceinline__ F sqr(F a) {{ return P##_sqr(a); }}         \
+        static __device__ __forceinline__ F dbl(F a) {{ return P##_double(a); }}      \
+        static __device__ __forceinline__ F zero() {{ return P##_ZERO; }}             \
+        static __device__ __forceinline__ F one() {{ return P##_ONE; }}               \
+        static __device__ __forceinline__ bool eq(F a, F b) {{ return P##_eq(a, b); }} \
+        static __device__ __forceinline__ F inv(F a) {{ return INV(a); }}             \
+    }};
+C2_FIELD_OPS(fp_ops, fp_t, {fp}, fp_inv)
+C2_FIELD_OPS(fp2_ops, fp2_t, {fp2}, fp2_inv)
 "#
     ));
     std::fs::write(out.join("fr_gen.cuh"), src).expect("writing fr_gen.cuh");
