@@ -29,12 +29,6 @@ extern "C" __global__ void c2_scale_by_powers(fr_t* data, const fr_t* hi, const 
     GRID_STRIDE(i, n) { data[i] = fr_mul(data[i], ntt::power_from_tables(hi, lo, i, lo_bits)); }
 }
 
-// data[i] *= c.
-extern "C" __global__ void c2_scale(fr_t* data, const fr_t* c, uint64_t n) {
-    const fr_t k = *c;
-    GRID_STRIDE(i, n) { data[i] = fr_mul(data[i], k); }
-}
-
 // a[i] = (a[i] * b[i] - c[i]) * zinv: the H quotient on the coset.
 extern "C" __global__ void c2_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* zinv,
                                           uint64_t n) {

@@ -57,19 +57,11 @@ template <class O> __device__ __noinline__ xyzz<O> dbl(const xyzz<O>& p) {
     return {x3, y3, O::mul(v, p.zz), O::mul(w, p.zzz)};
 }
 
-// 2P for P affine (mdbl-2008-s-1).
+// 2P for P affine: the xyzz doubling with ZZ = ZZZ = 1 (mdbl-2008-s-1 is
+// that formula with the two products by 1 dropped; only the P == Q branch of
+// a mixed addition uses it).
 template <class O> __device__ __noinline__ xyzz<O> dbl_affine(const affine<O>& p) {
-    typedef typename O::F F;
-    if (is_inf(p)) return infinity<O>();
-    F u = O::dbl(p.y);
-    F v = O::sqr(u);
-    F w = O::mul(u, v);
-    F s = O::mul(p.x, v);
-    F x2 = O::sqr(p.x);
-    F m = O::add(O::dbl(x2), x2);
-    F x3 = O::sub(O::sqr(m), O::dbl(s));
-    F y3 = O::sub(O::mul(m, O::sub(s, x3)), O::mul(w, p.y));
-    return {x3, y3, v, w};
+    return dbl(from_affine(p));
 }
 
 // P + Q with Q affine (madd-2008-s).
