@@ -64,3 +64,78 @@ extern "C" __global__ void c2_g2_selftest(const ec::affine<fp2_ops>* a, const ec
                                           ec::affine<fp2_ops>* out, uint64_t n) {
     ec_selftest(a, b, out, n);
 }
+
+// ---- prefix sums ----
+#include "util/scan.cuh"
+
+extern "C" __global__ void __launch_bounds__(scan::THREADS) c2_scan_blocks(uint32_t* data, uint64_t n,
+                                                                          uint32_t* block_sums) {
+    scan::scan_blocks(data, n, block_sums);
+}
+
+extern "C" __global__ void c2_scan_add(uint32_t* data, uint64_t n, const uint32_t* block_offsets) {
+    scan::scan_add(data, n, block_offsets);
+}
+
+// ---- Pippenger MSM (msm/pippenger.cuh has the steps) ----
+#include "msm/pippenger.cuh"
+
+// rank[w] = set bits in mask word w (scanned afterwards into ranks).
+extern "C" __global__ void c2_msm_mask_popc(const uint64_t* mask, uint64_t words, uint32_t* rank) {
+    GRID_STRIDE(i, words) { rank[i] = __popcll(mask[i]); }
+}
+
+extern "C" __global__ void c2_msm_split(const fr_t* scalars, uint64_t n, const uint64_t* mask,
+                                        const uint32_t* word_rank, uint64_t montgomery, uint64_t lo,
+                                        uint64_t hi, fr_t* others, uint32_t* others_base,
+                                        uint32_t* ones_base, uint32_t* counters) {
+    msm::split(scalars, n, mask, word_rank, montgomery != 0, lo, hi, others, others_base, ones_base,
+               counters);
+}
+
+extern "C" __global__ void c2_msm_histogram(const fr_t* others, uint64_t m, uint64_t c, uint64_t w0,
+                                            uint64_t wn, uint32_t* counts) {
+    msm::histogram(others, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, counts);
+}
+
+extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* others_base, uint64_t m,
+                                          uint64_t c, uint64_t w0, uint64_t wn, uint32_t* cursor,
+                                          uint32_t* entries) {
+    msm::scatter(others, others_base, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, cursor, entries);
+}
+
+// The curve-dependent steps, once per group (every parameter 64 bits wide,
+// so the host passes one u64 array).
+#define C2_MSM_CURVE(G, O)                                                                           \
+    extern "C" __global__ void c2_##G##_msm_accumulate(const ec::affine<O>* bases,                   \
+                                                       const uint32_t* entries, const uint32_t* off, \
+                                                       uint64_t nbk, uint64_t seg,                   \
+                                                       ec::xyzz<O>* buckets, ec::xyzz<O>* head,      \
+                                                       ec::xyzz<O>* tail) {                          \
+        msm::accumulate<O>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head, tail);  \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_fixup(const uint32_t* off, uint64_t nbk, uint64_t seg,   \
+                                                  ec::xyzz<O>* buckets, const ec::xyzz<O>* head,     \
+                                                  const ec::xyzz<O>* tail) {                         \
+        msm::fixup<O>(off, (uint32_t)nbk, (uint32_t)seg, buckets, head, tail);                       \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_reduce(const ec::xyzz<O>* buckets, uint64_t wn,          \
+                                                   uint64_t nb, uint64_t q, ec::xyzz<O>* out) {      \
+        msm::reduce<O>(buckets, (uint32_t)wn, (uint32_t)nb, (uint32_t)q, out);                       \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_sum_groups(const ec::xyzz<O>* in, uint64_t n,            \
+                                                       uint64_t group, ec::xyzz<O>* out) {           \
+        msm::sum_groups<O>(in, n, (uint32_t)group, out);                                             \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_sum_gathered(const ec::affine<O>* bases,                 \
+                                                         const uint32_t* idx, uint64_t n,            \
+                                                         uint64_t group, ec::xyzz<O>* out) {         \
+        msm::sum_gathered<O>(bases, idx, n, (uint32_t)group, out);                                   \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_to_affine(const ec::xyzz<O>* in, uint64_t n,                 \
+                                                  ec::affine<O>* out) {                              \
+        GRID_STRIDE(i, n) { out[i] = ec::to_affine(in[i]); }                                         \
+    }
+
+C2_MSM_CURVE(g1, fp_ops)
+C2_MSM_CURVE(g2, fp2_ops)

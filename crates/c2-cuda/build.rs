@@ -44,6 +44,13 @@ __device__ __forceinline__ fr_t fr_mul(fr_t a, fr_t b) {{ return {name}_mul(a, b
 __device__ __forceinline__ fr_t fr_sqr(fr_t a) {{ return {name}_sqr(a); }}
 __device__ __forceinline__ fr_t fr_zero() {{ return {name}_ZERO; }}
 __device__ __forceinline__ fr_t fr_one() {{ return {name}_ONE; }}
+// Montgomery form -> canonical integer (a * R^-1).
+__device__ __forceinline__ fr_t fr_unmont(fr_t a) {{ return {name}_unmont(a); }}
+// A canonical 256-bit integer reduced mod r (2^256 < 3r: at most two steps).
+__device__ __forceinline__ fr_t fr_reduce(fr_t a) {{
+    while ({name}_gte(a, {name}_P)) a = {name}_sub_(a, {name}_P);
+    return a;
+}}
 
 // Base field Fp (12 x 32-bit limbs, Montgomery, blst's layout) and Fp2.
 typedef {fp} fp_t;

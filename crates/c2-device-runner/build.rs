@@ -1,5 +1,5 @@
-//! Builds ec-gpu-gen's FFT kernel (the one bellperson uses), the baseline our
-//! NTT is compared against, for the same architectures as our kernels.
+//! Builds ec-gpu-gen's FFT and multiexp kernels (the ones bellperson 0.27
+//! uses), the baselines our NTT and MSM are compared against, for the same architectures as our kernels.
 fn main() {
     println!("cargo:rerun-if-env-changed=C2_CUDA_ARCHS");
     if std::env::var_os("EC_GPU_CUDA_NVCC_ARGS").is_none() {
@@ -11,6 +11,11 @@ fn main() {
         // The build script's own environment: read by ec_gpu_gen::generate.
         std::env::set_var("EC_GPU_CUDA_NVCC_ARGS", args);
     }
-    let src = ec_gpu_gen::SourceBuilder::new().add_fft::<blstrs::Scalar>();
+    // The same source bellperson 0.27's build script generates: FFT plus the
+    // G1 and G2 multiexp kernels.
+    let src = ec_gpu_gen::SourceBuilder::new()
+        .add_fft::<blstrs::Scalar>()
+        .add_multiexp::<blstrs::G1Affine, blstrs::Fp>()
+        .add_multiexp::<blstrs::G2Affine, blstrs::Fp2>();
     ec_gpu_gen::generate(&src);
 }

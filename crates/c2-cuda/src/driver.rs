@@ -261,6 +261,27 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// Launches a kernel whose parameters are all 64 bits wide (device
+    /// pointers and `uint64_t`), passing `args` in order. Our MSM kernels
+    /// keep to that rule so a launch is one line.
+    ///
+    /// # Safety
+    /// As [`Kernel::launch`]: `args` must match the kernel's parameter list
+    /// and every device pointer among them must be valid for what it does.
+    pub unsafe fn launch_u64(
+        &self,
+        stream: &Stream,
+        grid: u32,
+        block: u32,
+        args: &[u64],
+    ) -> Result<(), GpuError> {
+        let mut values = args.to_vec();
+        let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
+        self.launch(stream, grid, block, 0, &mut ptrs)
+    }
+}
+
 /// A CUDA stream of one device.
 pub struct Stream {
     s: sys::CUstream,
@@ -423,28 +444,53 @@ impl<T: Copy> DeviceBuffer<T> {
 
     /// Queues a device-to-device copy of all of `src` to element `offset`.
     pub fn copy_from_async(&mut self, offset: usize, src: &DeviceBuffer<T>, stream: &Stream) -> Result<(), GpuError> {
-        self.range_check(offset, src.len)?;
-        if src.len == 0 {
+        self.copy_range_from_async(offset, src, 0, src.len, stream)
+    }
+
+    /// Queues a device-to-device copy of `src[src_offset..src_offset + len]`
+    /// to element `offset`.
+    pub fn copy_range_from_async(
+        &mut self,
+        offset: usize,
+        src: &DeviceBuffer<T>,
+        src_offset: usize,
+        len: usize,
+        stream: &Stream,
+    ) -> Result<(), GpuError> {
+        self.range_check(offset, len)?;
+        src.range_check(src_offset, len)?;
+        if len == 0 {
             return Ok(());
         }
         self.gpu.bind()?;
         let sz = std::mem::size_of::<T>();
-        // SAFETY: range checked.
+        // SAFETY: both ranges checked.
         check("cuMemcpyDtoDAsync", unsafe {
-            sys::cuMemcpyDtoDAsync_v2(self.ptr + (offset * sz) as u64, src.ptr, src.len * sz, stream.s)
+            sys::cuMemcpyDtoDAsync_v2(
+                self.ptr + (offset * sz) as u64,
+                src.ptr + (src_offset * sz) as u64,
+                len * sz,
+                stream.s,
+            )
         })
     }
 
     /// Queues zero bytes over elements `offset..len`.
     pub fn zero_tail_async(&mut self, offset: usize, stream: &Stream) -> Result<(), GpuError> {
-        if offset >= self.len {
+        self.zero_async(offset, self.len.saturating_sub(offset), stream)
+    }
+
+    /// Queues zero bytes over elements `offset..offset + len`.
+    pub fn zero_async(&mut self, offset: usize, len: usize, stream: &Stream) -> Result<(), GpuError> {
+        self.range_check(offset, len)?;
+        if len == 0 {
             return Ok(());
         }
         self.gpu.bind()?;
         let sz = std::mem::size_of::<T>();
         // SAFETY: in range.
         check("cuMemsetD8Async", unsafe {
-            sys::cuMemsetD8Async(self.ptr + (offset * sz) as u64, 0, (self.len - offset) * sz, stream.s)
+            sys::cuMemsetD8Async(self.ptr + (offset * sz) as u64, 0, len * sz, stream.s)
         })
     }
 }

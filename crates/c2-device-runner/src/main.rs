@@ -4,7 +4,8 @@
 //! ```text
 //! eval "$(scripts/cuda-toolchain.sh)"
 //! cargo build --release -p c2-device-runner
-//! ./target/release/c2-device-runner [--quick] [--skip-bench] [--sizes 20,24,26,27]
+//! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm]
+//!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //! ```
 //! Exit status 0 only when every differential check passed; with no GPU it
 //! says so and exits 2 (a skip, never a silent pass).
@@ -18,6 +19,8 @@ use c2_ntt::{CpuNtt, Domain, GpuNtt, Ntt, NttKind};
 use ff::{Field, PrimeField};
 use rand::SeedableRng;
 use rayon::prelude::*;
+
+mod msm;
 
 struct Report {
     checks: Vec<(String, bool)>,
@@ -142,7 +145,7 @@ fn differential(gpu: &GpuNtt, r: &mut Report, quick: bool) -> Result<(), String>
 fn curve_checks(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
     use group::{prime::PrimeCurveAffine, Curve, Group};
-    let check = c2_msm::gpu::GpuCurveCheck::new(gpu).map_err(|e| e.to_string())?;
+    let check = c2_msm::curve_check::GpuCurveCheck::new(gpu).map_err(|e| e.to_string())?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(3),
     );
@@ -183,7 +186,7 @@ fn curve_checks(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
 }
@@ -361,6 +364,20 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
         .unwrap_or_else(|| vec![20, 24, 26, 27]);
+    let list = |flag: &str, default: &[u32]| -> Vec<u32> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect())
+            .unwrap_or_else(|| default.to_vec())
+    };
+    let msm_g1 = list("--msm-g1", &[20, 24, 26, 27]);
+    let msm_g2 = list("--msm-g2", &[20, 24, 25]);
+    let msm_porep = list("--msm-porep", &[26]);
+    // --only ntt | msm: one stage's checks and benchmarks.
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
+    let run_ntt = only.as_deref().is_none_or(|o| o == "ntt");
+    let run_msm = only.as_deref().is_none_or(|o| o == "msm");
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -388,15 +405,27 @@ fn main() {
         std::process::exit(1)
     });
     let mut report = Report { checks: Vec::new(), bench: Vec::new() };
-    if let Err(e) = curve_checks(gpu, &mut report) {
-        report.check(format!("curve checks aborted: {e}"), false);
+    if run_msm {
+        if let Err(e) = curve_checks(gpu.clone(), &mut report) {
+            report.check(format!("curve checks aborted: {e}"), false);
+        }
+        if let Err(e) = msm::checks(gpu.clone(), &mut report, quick) {
+            report.check(format!("msm checks aborted: {e}"), false);
+        }
     }
     let t = Instant::now();
-    if let Err(e) = differential(&ntt, &mut report, quick) {
-        report.check(format!("differential tests aborted: {e}"), false);
+    if run_ntt {
+        if let Err(e) = differential(&ntt, &mut report, quick) {
+            report.check(format!("differential tests aborted: {e}"), false);
+        }
+        println!("differential tests: {:.1?}", t.elapsed());
     }
-    println!("differential tests: {:.1?}", t.elapsed());
-    if !skip_bench {
+    if !skip_bench && run_msm {
+        if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep) {
+            report.check(format!("msm benchmarks aborted: {e}"), false);
+        }
+    }
+    if !skip_bench && run_ntt {
         if let Err(e) = bench(&ntt, &sizes, &mut report) {
             report.check(format!("benchmarks aborted: {e}"), false);
         }

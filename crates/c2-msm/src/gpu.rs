@@ -1,80 +1,882 @@
-//! GPU curve arithmetic (feature `cuda`): the XYZZ bucket formulas of
-//! `cuda-kernels/ec/xyzz.cuh` for G1 (over Fp) and G2 (over Fp2), exposed
-//! for differential testing against blstrs. The GPU Pippenger is built on
-//! these formulas.
+//! The GPU MSM (feature `cuda`): Pippenger with signed-digit windows, a
+//! counting sort of (bucket, base) entries, segment-balanced bucket sums in
+//! XYZZ coordinates and chunked running-sum reduction, all in
+//! `cuda-kernels/msm/pippenger.cuh`; G1 and G2 from the same templates.
+//!
+//! Scalars equal to 0 (or masked out by a [`Density`]) are dropped and
+//! scalars equal to 1 are summed by plain additions; the split runs on the
+//! GPU. Bases can be resident (a [`DeviceBuffer`] the caller uploaded once)
+//! or streamed from host memory in chunks, the next chunk's upload on a copy
+//! stream overlapping the current chunk's kernels.
 
-use std::ffi::c_void;
-use std::sync::Arc;
+use std::any::Any;
+use std::sync::{Arc, Mutex};
 
-use blstrs::{G1Affine, G2Affine};
-use c2_cuda::{DeviceBuffer, Gpu, GpuError, Kernel};
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use c2_cuda::{DeviceBuffer, Event, Gpu, GpuError, Kernel, Stream};
 use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
 
-use crate::MsmError;
+use crate::{check_shape, Density, Msm, MsmError};
 
 fn gpu_err(e: GpuError) -> MsmError {
     MsmError::Backend { backend: "cuda", message: e.to_string() }
 }
 
-/// Per input pair `(a, b)`, what the GPU formulas compute, in affine form:
-/// `[a + b (mixed), a + b (xyzz + xyzz), 2a, 2a + b]`.
-pub type CurveResults<A> = Vec<[A; 4]>;
+/// Threads per block of the curve kernels (G2 points take ~100 registers
+/// per accumulator; 128 threads keep a block's registers within one SM).
+const CURVE_THREADS: u32 = 128;
+/// Threads per block of the integer kernels.
+const INT_THREADS: u32 = 256;
+/// Values per block of `c2_scan_blocks` (4 per thread, 1024 threads).
+const SCAN_BLOCK: usize = 4096;
+/// Group size of the tree sums (ones, window results).
+const SUM_GROUP: usize = 32;
+/// Base indices carry the sign in bit 31.
+const MAX_BASES: usize = 1 << 31;
 
-/// Runs the curve self-test kernels on one device.
-pub struct GpuCurveCheck {
-    gpu: Arc<Gpu>,
-    g1: Kernel,
-    g2: Kernel,
+/// A curve group the GPU MSM serves: G1 over Fp or G2 over Fp2.
+pub trait GpuCurve: Send + Sync + 'static {
+    /// Affine points as blst lays them out (what parameter files hold).
+    type Affine: PrimeCurveAffine<Curve = Self::Projective> + Copy + Send + Sync;
+    /// The group element returned.
+    type Projective: Group + Curve<AffineRepr = Self::Affine> + Copy;
+    /// An XYZZ point's bytes on the device (4 coordinates).
+    type Xyzz: Copy + Send + Sync;
+    /// Kernel name prefix ("g1" / "g2").
+    const PREFIX: &'static str;
 }
 
-impl GpuCurveCheck {
-    /// Loads the kernels.
+/// G1 (48-byte Fp coordinates).
+pub enum G1 {}
+/// G2 (96-byte Fp2 coordinates).
+pub enum G2 {}
+
+impl GpuCurve for G1 {
+    type Affine = G1Affine;
+    type Projective = G1Projective;
+    type Xyzz = [u64; 24];
+    const PREFIX: &'static str = "g1";
+}
+
+impl GpuCurve for G2 {
+    type Affine = G2Affine;
+    type Projective = G2Projective;
+    type Xyzz = [u64; 48];
+    const PREFIX: &'static str = "g2";
+}
+
+/// Scalars on the device, in one of the two forms the MSM reads; the
+/// conversion to canonical integers happens in the split kernel.
+#[derive(Clone, Copy)]
+pub enum DeviceScalars<'a> {
+    /// `blstrs::Scalar`'s in-memory form (Montgomery), as synthesis makes
+    /// them.
+    Montgomery(&'a DeviceBuffer<Scalar>),
+    /// Canonical little-endian 256-bit integers (`Scalar::to_repr` as u64
+    /// words); values >= r are reduced.
+    Canonical(&'a DeviceBuffer<[u64; 4]>),
+}
+
+impl DeviceScalars<'_> {
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Montgomery(b) => b.len(),
+            Self::Canonical(b) => b.len(),
+        }
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn ptr(&self) -> u64 {
+        match self {
+            Self::Montgomery(b) => b.device_ptr(),
+            Self::Canonical(b) => b.device_ptr(),
+        }
+    }
+
+    fn montgomery(&self) -> u64 {
+        u64::from(matches!(self, Self::Montgomery(_)))
+    }
+}
+
+/// Tuning of the GPU MSM; `Default` picks everything from n and the device.
+#[derive(Clone, Debug)]
+pub struct GpuMsmConfig {
+    /// Window width c (2..=16); `None` chooses it from the number of
+    /// full-width scalars.
+    pub window_bits: Option<u32>,
+    /// Device memory the MSM may use for scratch and streamed bases, bytes;
+    /// `None` = free memory at call time minus `reserve_bytes`.
+    pub memory_budget: Option<usize>,
+    /// Device memory left free when the budget comes from the driver.
+    pub reserve_bytes: usize,
+    /// Bases per streamed chunk (host-resident bases that exceed the
+    /// budget, or always when `force_streaming`).
+    pub stream_chunk: usize,
+    /// Stream host bases in chunks even when they would fit (tests).
+    pub force_streaming: bool,
+    /// Threads the bucket kernels aim to run at once (segments, chunks).
+    pub target_threads: usize,
+}
+
+impl Default for GpuMsmConfig {
+    fn default() -> Self {
+        Self {
+            window_bits: None,
+            memory_budget: None,
+            reserve_bytes: 1 << 30,
+            stream_chunk: 1 << 24,
+            force_streaming: false,
+            // 132 SMs x ~1000 resident threads on an H200.
+            target_threads: 1 << 17,
+        }
+    }
+}
+
+/// A density mask on the device: the bit words and, per word, the number of
+/// set bits before it (computed on the GPU).
+pub struct DeviceDensity {
+    words: DeviceBuffer<u64>,
+    ranks: DeviceBuffer<u32>,
+    len: usize,
+    set: usize,
+}
+
+impl DeviceDensity {
+    /// Bits in the mask (= scalars of the query).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty mask.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Set bits (= bases needed).
+    pub fn count_ones(&self) -> usize {
+        self.set
+    }
+}
+
+struct Kernels {
+    mask_popc: Kernel,
+    split: Kernel,
+    histogram: Kernel,
+    scatter: Kernel,
+    scan_blocks: Kernel,
+    scan_add: Kernel,
+}
+
+/// The curve-dependent kernels of one group.
+struct CurveKernels {
+    accumulate: Kernel,
+    fixup: Kernel,
+    reduce: Kernel,
+    sum_groups: Kernel,
+    sum_gathered: Kernel,
+    to_affine: Kernel,
+}
+
+impl CurveKernels {
+    fn load(gpu: &Gpu, prefix: &str) -> Result<Self, GpuError> {
+        let k = |s: &str| gpu.kernel(&format!("c2_{prefix}_{s}"));
+        Ok(Self {
+            accumulate: k("msm_accumulate")?,
+            fixup: k("msm_fixup")?,
+            reduce: k("msm_reduce")?,
+            sum_groups: k("msm_sum_groups")?,
+            sum_gathered: k("msm_sum_gathered")?,
+            to_affine: k("to_affine")?,
+        })
+    }
+}
+
+/// Streams and the events that order streamed-base uploads.
+struct Streams {
+    compute: Stream,
+    copy: Stream,
+    /// Per upload slot: the upload finished / the kernels reading it finished.
+    ready: [Event; 2],
+    free: [Event; 2],
+}
+
+/// The plan of one Pippenger run, chosen from the number of full-width
+/// scalars `m` and the memory budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowPlan {
+    /// Window width in bits.
+    pub c: u32,
+    /// Windows in all: floor(255 / c) + 1.
+    pub windows: u32,
+    /// Windows sorted and summed per pass (memory).
+    pub per_pass: u32,
+}
+
+impl WindowPlan {
+    /// Buckets per window: 2^(c-1) (signed digits).
+    pub fn buckets(&self) -> usize {
+        1 << (self.c - 1)
+    }
+}
+
+/// Work units of a Pippenger with window c over m scalars: one mixed
+/// addition per (scalar, window) plus ~3 full additions per bucket
+/// (fix-up, running sum, total sum; a full XYZZ addition costs ~1.4 mixed
+/// ones).
+fn plan_cost(m: usize, c: u32) -> f64 {
+    let windows = (255 / c + 1) as f64;
+    windows * (m as f64 + 4.0 * (1u64 << (c - 1)) as f64)
+}
+
+/// Chooses c (2..=16) by [`plan_cost`], then how many windows fit a pass.
+/// `threads` bounds the number of segments (see [`GpuMsmConfig::target_threads`]).
+pub fn plan_windows(
+    m: usize,
+    forced: Option<u32>,
+    budget: usize,
+    xyzz_bytes: usize,
+    threads: usize,
+) -> Result<WindowPlan, MsmError> {
+    let c = match forced {
+        Some(c) if (2..=16).contains(&c) => c,
+        Some(c) => return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=16") }),
+        None => (2..=16).min_by(|&a, &b| plan_cost(m, a).total_cmp(&plan_cost(m, b))).unwrap_or(16),
+    };
+    let windows = 255 / c + 1;
+    let per_window = pass_bytes(m, 1 << (c - 1), 1, xyzz_bytes, threads);
+    // Offsets are u32: entries of one pass must stay below 2^32.
+    let by_offsets = ((u32::MAX as usize) / m.max(1)).max(1);
+    let per_pass = (budget / per_window.max(1)).min(windows as usize).min(by_offsets);
+    if per_pass == 0 {
+        return Err(MsmError::Backend {
+            backend: "cuda",
+            message: format!("MSM of {m} scalars needs {per_window} bytes of device scratch per window; budget is {budget}"),
+        });
+    }
+    Ok(WindowPlan { c, windows, per_pass: per_pass as u32 })
+}
+
+/// Device scratch of one pass over `wn` windows (entries, counts, buckets,
+/// segment partials, reduction outputs) per window, with `wn` windows.
+fn pass_bytes(m: usize, buckets: usize, wn: usize, xyzz: usize, threads: usize) -> usize {
+    let entries = m * wn;
+    let segments = entries.div_ceil(8).min(threads) + 1;
+    entries * 4 + (wn * buckets + 1) * 12 + wn * buckets * xyzz + 2 * segments * xyzz + threads * xyzz
+}
+
+/// A grid that covers `n` items with `block` threads, capped (kernels loop).
+fn grid(n: usize, block: u32) -> u32 {
+    n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
+}
+
+/// Device buffers reused across MSMs; grown when too small.
+struct Slot<T> {
+    buf: Option<DeviceBuffer<T>>,
+}
+
+impl<T: Copy> Slot<T> {
+    const fn new() -> Self {
+        Self { buf: None }
+    }
+
+    fn get(&mut self, gpu: &Arc<Gpu>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
+        let len = len.max(1);
+        if self.buf.as_ref().is_none_or(|b| b.len() < len) {
+            self.buf = None; // free before allocating the larger one
+            self.buf = Some(gpu.alloc::<T>(len)?);
+        }
+        Ok(self.buf.as_mut().expect("allocated above"))
+    }
+}
+
+/// Scratch for one MSM at a time (split results, sort, buckets, sums).
+struct Scratch {
+    counters: Slot<u32>,
+    others: Slot<Scalar>,
+    others_base: Slot<u32>,
+    ones_base: Slot<u32>,
+    counts: Slot<u32>,
+    cursor: Slot<u32>,
+    scan_tmp: Slot<u32>,
+    entries: Slot<u32>,
+    /// Bucket and partial sums (XYZZ), as raw u64 words.
+    buckets: Slot<u64>,
+    head: Slot<u64>,
+    tail: Slot<u64>,
+    sums: [Slot<u64>; 2],
+    finals: Slot<u64>,
+    /// Affine results, typed by curve (`DeviceBuffer<C::Affine>`).
+    affine: AnySlot,
+    /// Two upload slots for streamed bases (`DeviceBuffer<C::Affine>`).
+    stream_bases: [AnySlot; 2],
+}
+
+/// A reusable device buffer whose element type depends on the curve of the
+/// current MSM.
+#[derive(Default)]
+struct AnySlot(Option<Box<dyn Any + Send>>);
+
+impl AnySlot {
+    fn get<T: Copy + 'static>(&mut self, gpu: &Arc<Gpu>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
+        let len = len.max(1);
+        let fits = self.0.as_ref().and_then(|b| b.downcast_ref::<DeviceBuffer<T>>()).is_some_and(|b| b.len() >= len);
+        if !fits {
+            self.0 = None;
+            self.0 = Some(Box::new(gpu.alloc::<T>(len)?));
+        }
+        Ok(self.0.as_mut().and_then(|b| b.downcast_mut::<DeviceBuffer<T>>()).expect("allocated above"))
+    }
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Self {
+            counters: Slot::new(),
+            others: Slot::new(),
+            others_base: Slot::new(),
+            ones_base: Slot::new(),
+            counts: Slot::new(),
+            cursor: Slot::new(),
+            scan_tmp: Slot::new(),
+            entries: Slot::new(),
+            buckets: Slot::new(),
+            head: Slot::new(),
+            tail: Slot::new(),
+            sums: [Slot::new(), Slot::new()],
+            finals: Slot::new(),
+            affine: AnySlot::default(),
+            stream_bases: [AnySlot::default(), AnySlot::default()],
+        }
+    }
+}
+
+/// Pippenger MSMs on one GPU. One MSM runs at a time per instance (the
+/// scratch is reused); make one instance per device, or several for
+/// concurrent MSMs on one device.
+pub struct GpuMsm {
+    gpu: Arc<Gpu>,
+    config: GpuMsmConfig,
+    kernels: Kernels,
+    g1: CurveKernels,
+    g2: CurveKernels,
+    state: Mutex<(Streams, Scratch)>,
+}
+
+/// What a streamed or resident run needs to know about its bases.
+struct BaseRange {
+    ptr: u64,
+    lo: usize,
+    hi: usize,
+}
+
+impl GpuMsm {
+    /// Loads the kernels on `gpu` with the default configuration.
     pub fn new(gpu: Arc<Gpu>) -> Result<Self, MsmError> {
-        let g1 = gpu.kernel("c2_g1_selftest").map_err(gpu_err)?;
-        let g2 = gpu.kernel("c2_g2_selftest").map_err(gpu_err)?;
-        Ok(Self { gpu, g1, g2 })
+        Self::with_config(gpu, GpuMsmConfig::default())
     }
 
-    /// G1: see [`CurveResults`]. Points upload as raw bytes (blst's affine
-    /// layout; infinity is all zeros).
-    pub fn g1(&self, a: &[G1Affine], b: &[G1Affine]) -> Result<CurveResults<G1Affine>, MsmError> {
-        self.run(&self.g1, a, b)
-    }
-
-    /// G2: see [`CurveResults`].
-    pub fn g2(&self, a: &[G2Affine], b: &[G2Affine]) -> Result<CurveResults<G2Affine>, MsmError> {
-        self.run(&self.g2, a, b)
-    }
-
-    fn run<A: PrimeCurveAffine + Copy>(&self, k: &Kernel, a: &[A], b: &[A]) -> Result<CurveResults<A>, MsmError> {
-        if a.len() != b.len() {
-            return Err(MsmError::Backend { backend: "cuda", message: "a and b differ in length".into() });
-        }
-        let n = a.len();
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let stream = self.gpu.stream().map_err(gpu_err)?;
-        let upload = |v: &[A]| -> Result<DeviceBuffer<A>, GpuError> {
-            let mut d = self.gpu.alloc::<A>(v.len())?;
-            d.upload_async(0, v, &stream)?;
-            Ok(d)
+    /// Loads the kernels on `gpu`.
+    pub fn with_config(gpu: Arc<Gpu>, config: GpuMsmConfig) -> Result<Self, MsmError> {
+        let k = |s: &str| gpu.kernel(s).map_err(gpu_err);
+        let kernels = Kernels {
+            mask_popc: k("c2_msm_mask_popc")?,
+            split: k("c2_msm_split")?,
+            histogram: k("c2_msm_histogram")?,
+            scatter: k("c2_msm_scatter")?,
+            scan_blocks: k("c2_scan_blocks")?,
+            scan_add: k("c2_scan_add")?,
         };
-        let (da, db) = (upload(a).map_err(gpu_err)?, upload(b).map_err(gpu_err)?);
-        let out = self.gpu.alloc::<A>(4 * n).map_err(gpu_err)?;
-        let (mut pa, mut pb, mut po, mut count) = (da.device_ptr(), db.device_ptr(), out.device_ptr(), n as u64);
-        let mut args: [*mut c_void; 4] = [
-            (&mut pa as *mut u64).cast(),
-            (&mut pb as *mut u64).cast(),
-            (&mut po as *mut u64).cast(),
-            (&mut count as *mut u64).cast(),
-        ];
-        // SAFETY: the kernel reads n points from a and b and writes 4n to out.
-        unsafe { k.launch(&stream, n.div_ceil(64) as u32, 64, 0, &mut args) }.map_err(gpu_err)?;
-        let mut host = vec![A::identity(); 4 * n];
-        out.download_async(0, &mut host, &stream).map_err(gpu_err)?;
-        stream.synchronize().map_err(gpu_err)?;
-        drop((da, db, out));
-        Ok(host.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())
+        let g1 = CurveKernels::load(&gpu, G1::PREFIX).map_err(gpu_err)?;
+        let g2 = CurveKernels::load(&gpu, G2::PREFIX).map_err(gpu_err)?;
+        let streams = Streams {
+            compute: gpu.stream().map_err(gpu_err)?,
+            copy: gpu.stream().map_err(gpu_err)?,
+            ready: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
+            free: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
+        };
+        Ok(Self { gpu, config, kernels, g1, g2, state: Mutex::new((streams, Scratch::new())) })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GpuMsmConfig {
+        &self.config
+    }
+
+    fn curve<C: GpuCurve>(&self) -> &CurveKernels {
+        if C::PREFIX == G1::PREFIX {
+            &self.g1
+        } else {
+            &self.g2
+        }
+    }
+
+    fn budget(&self) -> Result<usize, MsmError> {
+        match self.config.memory_budget {
+            Some(b) => Ok(b),
+            None => {
+                let (free, _) = self.gpu.memory().map_err(gpu_err)?;
+                Ok(free.saturating_sub(self.config.reserve_bytes))
+            }
+        }
+    }
+
+    /// Uploads a density mask and computes its per-word ranks on the GPU.
+    pub fn upload_density(&self, mask: &Density) -> Result<DeviceDensity, MsmError> {
+        let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let s = &streams.compute;
+        let w = mask.as_words();
+        let mut words = self.gpu.alloc::<u64>(w.len()).map_err(gpu_err)?;
+        words.upload_async(0, w, s).map_err(gpu_err)?;
+        let mut ranks = self.gpu.alloc::<u32>(w.len() + 1).map_err(gpu_err)?;
+        ranks.zero_async(0, w.len() + 1, s).map_err(gpu_err)?;
+        // SAFETY: reads w.len() words, writes as many ranks.
+        unsafe {
+            self.kernels
+                .mask_popc
+                .launch_u64(s, grid(w.len(), INT_THREADS), INT_THREADS, &[words.device_ptr(), w.len() as u64, ranks.device_ptr()])
+                .map_err(gpu_err)?;
+        }
+        self.scan(&mut ranks, w.len() + 1, &mut scratch.scan_tmp, s)?;
+        s.synchronize().map_err(gpu_err)?;
+        Ok(DeviceDensity { words, ranks, len: mask.len(), set: mask.count_ones() })
+    }
+
+    /// Exclusive prefix sum of `data[..n]` in place (u32, totals < 2^32).
+    fn scan(&self, data: &mut DeviceBuffer<u32>, n: usize, tmp: &mut Slot<u32>, s: &Stream) -> Result<(), MsmError> {
+        // Level sizes: n, n/4096, ... down to one block.
+        let mut levels = vec![n];
+        while *levels.last().expect("non-empty") > SCAN_BLOCK {
+            levels.push(levels.last().expect("non-empty").div_ceil(SCAN_BLOCK));
+        }
+        let tmp_len: usize = levels.iter().map(|l| l.div_ceil(SCAN_BLOCK)).sum();
+        let tmp = tmp.get(&self.gpu, tmp_len).map_err(gpu_err)?;
+        // Pointers of each level's data: level 0 is `data`, level i > 0 the
+        // block sums of level i - 1 inside tmp.
+        let mut ptrs = vec![data.device_ptr()];
+        let mut off = 0usize;
+        for l in &levels {
+            ptrs.push(tmp.device_ptr() + 4 * off as u64);
+            off += l.div_ceil(SCAN_BLOCK);
+        }
+        for (i, &len) in levels.iter().enumerate() {
+            // SAFETY: level i has len values at ptrs[i]; its block sums go
+            // to ptrs[i + 1], sized len / 4096 rounded up.
+            unsafe {
+                self.kernels
+                    .scan_blocks
+                    .launch_u64(s, len.div_ceil(SCAN_BLOCK) as u32, 1024, &[ptrs[i], len as u64, ptrs[i + 1]])
+                    .map_err(gpu_err)?;
+            }
+        }
+        for (i, &len) in levels.iter().enumerate().rev() {
+            if len <= SCAN_BLOCK {
+                continue; // one block: already complete
+            }
+            // SAFETY: adds the scanned block sums at ptrs[i + 1] to level i.
+            unsafe {
+                self.kernels
+                    .scan_add
+                    .launch_u64(s, grid(len, INT_THREADS), INT_THREADS, &[ptrs[i], len as u64, ptrs[i + 1]])
+                    .map_err(gpu_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// MSM with bases already on the device: `sum_i s_i * bases[j(i)]`
+    /// (see [`Msm`] for the mask rule). `scalars` holds `n` scalars, or
+    /// `mask.len()` with a mask.
+    pub fn msm_device<C: GpuCurve>(
+        &self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        let needed = match mask {
+            Some(m) if m.len() != scalars.len() => {
+                return Err(MsmError::MaskLength { query: C::PREFIX, mask: m.len(), scalars: scalars.len() })
+            }
+            Some(m) => m.count_ones(),
+            None => scalars.len(),
+        };
+        if bases.len() < needed {
+            return Err(MsmError::TooFewBases { query: C::PREFIX, needed, available: bases.len() });
+        }
+        if needed >= MAX_BASES {
+            return Err(too_many(needed));
+        }
+        let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let range = BaseRange { ptr: bases.device_ptr(), lo: 0, hi: needed };
+        let r = self.run::<C>(streams, scratch, &range, scalars, mask)?;
+        Ok(r)
+    }
+
+    /// MSM with bases in host memory: uploaded whole when they fit the
+    /// budget (and streaming is not forced), else streamed in chunks of
+    /// `config.stream_chunk` bases through two device slots, the upload of
+    /// chunk k + 1 overlapping the kernels of chunk k.
+    pub fn msm_host_bases<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        let n = check_shape_device(C::PREFIX, bases.len(), scalars.len(), mask)?;
+        let bases = &bases[..n];
+        let point = std::mem::size_of::<C::Affine>();
+        let chunk = if self.config.force_streaming || n * point > self.budget()? / 2 {
+            self.config.stream_chunk.max(1)
+        } else {
+            n.max(1)
+        };
+        let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let chunks: Vec<(usize, usize)> = (0..n).step_by(chunk).map(|lo| (lo, (lo + chunk).min(n))).collect();
+        let mut total = C::Projective::identity();
+        // Queue chunk 0, then per chunk: queue the next upload, run this one.
+        let upload = |k: usize, streams: &mut Streams, scratch: &mut Scratch| -> Result<u64, MsmError> {
+            let (lo, hi) = chunks[k];
+            let slot = scratch.stream_bases[k % 2].get::<C::Affine>(&self.gpu, chunk).map_err(gpu_err)?;
+            let ptr = slot.device_ptr();
+            streams.copy.wait(&streams.free[k % 2]).map_err(gpu_err)?;
+            slot.upload_async(0, &bases[lo..hi], &streams.copy).map_err(gpu_err)?;
+            streams.ready[k % 2].record(&streams.copy).map_err(gpu_err)?;
+            Ok(ptr)
+        };
+        // Make the first waits on `free` pass: record them on an idle stream.
+        for e in &streams.free {
+            e.record(&streams.compute).map_err(gpu_err)?;
+        }
+        let mut next_ptr = if chunks.is_empty() { None } else { Some(upload(0, streams, scratch)?) };
+        for k in 0..chunks.len() {
+            let ptr = next_ptr.take().expect("queued");
+            if k + 1 < chunks.len() {
+                next_ptr = Some(upload(k + 1, streams, scratch)?);
+            }
+            streams.compute.wait(&streams.ready[k % 2]).map_err(gpu_err)?;
+            let range = BaseRange { ptr, lo: chunks[k].0, hi: chunks[k].1 };
+            total += self.run::<C>(streams, scratch, &range, scalars, mask)?;
+            streams.free[k % 2].record(&streams.compute).map_err(gpu_err)?;
+        }
+        streams.compute.synchronize().map_err(gpu_err)?;
+        Ok(total)
+    }
+
+    /// Uploads scalars (pageable host memory; the driver stages them).
+    pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceBuffer<Scalar>, MsmError> {
+        let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let mut d = self.gpu.alloc::<Scalar>(scalars.len()).map_err(gpu_err)?;
+        d.upload_async(0, scalars, &streams.compute).map_err(gpu_err)?;
+        streams.compute.synchronize().map_err(gpu_err)?;
+        Ok(d)
+    }
+
+    /// One Pippenger over the bases `range.lo..range.hi` (at `range.ptr`).
+    fn run<C: GpuCurve>(
+        &self,
+        streams: &mut Streams,
+        scratch: &mut Scratch,
+        range: &BaseRange,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        let n = scalars.len();
+        if n == 0 || range.hi <= range.lo {
+            return Ok(C::Projective::identity());
+        }
+        let s = &streams.compute;
+        let g = &self.gpu;
+        let e = gpu_err;
+        let xyzz = std::mem::size_of::<C::Xyzz>();
+        let xw = xyzz / 8;
+        let kc = self.curve::<C>();
+
+        // 1. Split on the GPU: zeros dropped, ones listed, others kept.
+        let counters = scratch.counters.get(g, 2).map_err(e)?;
+        counters.zero_async(0, 2, s).map_err(e)?;
+        let others = scratch.others.get(g, n).map_err(e)?.device_ptr();
+        let others_base = scratch.others_base.get(g, n).map_err(e)?.device_ptr();
+        let ones_base = scratch.ones_base.get(g, n).map_err(e)?.device_ptr();
+        let (mask_ptr, rank_ptr) = mask.map_or((0, 0), |m| (m.words.device_ptr(), m.ranks.device_ptr()));
+        // SAFETY: n scalars in, at most n entries per output list.
+        unsafe {
+            self.kernels.split.launch_u64(
+                s,
+                grid(n, INT_THREADS),
+                INT_THREADS,
+                &[
+                    scalars.ptr(),
+                    n as u64,
+                    mask_ptr,
+                    rank_ptr,
+                    scalars.montgomery(),
+                    range.lo as u64,
+                    range.hi as u64,
+                    others,
+                    others_base,
+                    ones_base,
+                    counters.device_ptr(),
+                ],
+            )
+        }
+        .map_err(e)?;
+        let mut count = [0u32; 2];
+        counters.download_async(0, &mut count, s).map_err(e)?;
+        s.synchronize().map_err(e)?;
+        let (m, ones) = (count[0] as usize, count[1] as usize);
+
+        // Final points (affine on the host): [ones, window 0, window 1, ...].
+        let plan = match m {
+            0 => None,
+            _ => Some(plan_windows(m, self.config.window_bits, self.budget()?, xyzz, self.config.target_threads)?),
+        };
+        let windows = plan.map_or(0, |p| p.windows as usize);
+        let finals = scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr();
+
+        // 2. Ones: tree sums of gathered bases.
+        if ones > 0 {
+            let group = (ones / self.config.target_threads).max(SUM_GROUP);
+            let partial = ones.div_ceil(group);
+            let out = scratch.sums[0].get(g, partial * xw).map_err(e)?.device_ptr();
+            // SAFETY: `ones` indices below range.hi - range.lo; partial outputs.
+            unsafe {
+                kc.sum_gathered.launch_u64(
+                    s,
+                    grid(partial, CURVE_THREADS),
+                    CURVE_THREADS,
+                    &[range.ptr, ones_base, ones as u64, group as u64, out],
+                )
+            }
+            .map_err(e)?;
+            self.tree_sum::<C>(s, scratch, out, partial, 1, finals)?;
+        } else {
+            // XYZZ infinity has ZZ = 0; all-zero bytes are one.
+            let f = scratch.finals.buf.as_mut().expect("allocated above");
+            f.zero_async(0, xw, s).map_err(e)?;
+        }
+
+        // 3. Others: Pippenger, `per_pass` windows at a time.
+        if let Some(plan) = plan {
+            let nb = plan.buckets();
+            let mut w0 = 0u32;
+            while w0 < plan.windows {
+                let wn = plan.per_pass.min(plan.windows - w0);
+                let nbk = wn as usize * nb;
+                let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
+                counts.zero_async(0, nbk + 1, s).map_err(e)?;
+                let c = plan.c as u64;
+                // SAFETY: m canonical scalars; counts has nbk + 1 slots.
+                unsafe {
+                    self.kernels.histogram.launch_u64(
+                        s,
+                        grid(m, INT_THREADS),
+                        INT_THREADS,
+                        &[others, m as u64, c, w0 as u64, wn as u64, counts.device_ptr()],
+                    )
+                }
+                .map_err(e)?;
+                let counts_ptr = counts.device_ptr();
+                self.scan(scratch.counts.get(g, nbk + 1).map_err(e)?, nbk + 1, &mut scratch.scan_tmp, s)?;
+                let cursor = scratch.cursor.get(g, nbk).map_err(e)?;
+                let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
+                cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
+                let max_entries = m * wn as usize;
+                let entries = scratch.entries.get(g, max_entries).map_err(e)?.device_ptr();
+                // SAFETY: every nonzero digit gets one slot below off[nbk].
+                unsafe {
+                    self.kernels.scatter.launch_u64(
+                        s,
+                        grid(m, INT_THREADS),
+                        INT_THREADS,
+                        &[others, others_base, m as u64, c, w0 as u64, wn as u64, cursor.device_ptr(), entries],
+                    )
+                }
+                .map_err(e)?;
+
+                // Segments: enough for the target thread count, >= 8 entries.
+                let seg = max_entries.div_ceil(self.config.target_threads).max(8);
+                let nseg = max_entries.div_ceil(seg);
+                let buckets = scratch.buckets.get(g, nbk * xw).map_err(e)?.device_ptr();
+                let head = scratch.head.get(g, nseg * xw).map_err(e)?.device_ptr();
+                let tail = scratch.tail.get(g, nseg * xw).map_err(e)?.device_ptr();
+                // SAFETY: kernels stay within nbk buckets and nseg segments.
+                unsafe {
+                    kc.accumulate.launch_u64(
+                        s,
+                        grid(nseg, CURVE_THREADS),
+                        CURVE_THREADS,
+                        &[range.ptr, entries, counts_ptr, nbk as u64, seg as u64, buckets, head, tail],
+                    )
+                }
+                .map_err(e)?;
+                unsafe {
+                    kc.fixup.launch_u64(
+                        s,
+                        grid(nbk, CURVE_THREADS),
+                        CURVE_THREADS,
+                        &[counts_ptr, nbk as u64, seg as u64, buckets, head, tail],
+                    )
+                }
+                .map_err(e)?;
+
+                // Running sums over chunks of q buckets per window.
+                let chunks_per_window =
+                    (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
+                let q = nb / chunks_per_window;
+                let parts = wn as usize * chunks_per_window;
+                let out = scratch.sums[0].get(g, parts * xw).map_err(e)?.device_ptr();
+                // SAFETY: wn * nb buckets in, parts points out.
+                unsafe {
+                    kc.reduce.launch_u64(
+                        s,
+                        grid(parts, CURVE_THREADS),
+                        CURVE_THREADS,
+                        &[buckets, wn as u64, nb as u64, q as u64, out],
+                    )
+                }
+                .map_err(e)?;
+                let dst = finals + ((1 + w0 as usize) * xyzz) as u64;
+                self.tree_sum::<C>(s, scratch, out, parts, wn as usize, dst)?;
+                w0 += wn;
+            }
+        }
+
+        // 4. Affine on the GPU, combine on the host.
+        let points = 1 + windows;
+        let aff = scratch.affine.get::<C::Affine>(g, points).map_err(e)?;
+        // SAFETY: points XYZZ in, as many affine out.
+        unsafe {
+            kc.to_affine
+                .launch_u64(s, grid(points, CURVE_THREADS), CURVE_THREADS, &[finals, points as u64, aff.device_ptr()])
+        }
+        .map_err(e)?;
+        let mut host = vec![C::Affine::identity(); points];
+        aff.download_async(0, &mut host, s).map_err(e)?;
+        s.synchronize().map_err(e)?;
+        let mut acc = C::Projective::identity();
+        if let Some(plan) = plan {
+            for w in (0..windows).rev() {
+                for _ in 0..plan.c {
+                    acc = acc.double();
+                }
+                acc += host[1 + w].to_curve();
+            }
+        }
+        Ok(acc + host[0].to_curve())
+    }
+
+    /// Sums `n` XYZZ points at `src` that form `outputs` equal groups
+    /// (n / outputs a power of two, or outputs = 1) into `outputs` points at
+    /// `dst`, 32 at a time.
+    fn tree_sum<C: GpuCurve>(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        src: u64,
+        n: usize,
+        outputs: usize,
+        dst: u64,
+    ) -> Result<(), MsmError> {
+        let xw = std::mem::size_of::<C::Xyzz>() / 8;
+        let kc = self.curve::<C>();
+        let mut cur = src;
+        let mut len = n;
+        let mut flip = 1;
+        while len > outputs {
+            let per = len / outputs;
+            let group = if outputs == 1 { SUM_GROUP.min(len) } else { SUM_GROUP.min(per) };
+            let next_len = len.div_ceil(group);
+            let out = if next_len == outputs {
+                dst
+            } else {
+                let b = scratch.sums[flip].get(&self.gpu, next_len * xw).map_err(gpu_err)?.device_ptr();
+                flip ^= 1;
+                b
+            };
+            // SAFETY: len points in, next_len out.
+            unsafe {
+                kc.sum_groups
+                    .launch_u64(s, grid(next_len, CURVE_THREADS), CURVE_THREADS, &[cur, len as u64, group as u64, out])
+            }
+            .map_err(gpu_err)?;
+            cur = out;
+            len = next_len;
+        }
+        if cur != dst {
+            // One group already (n == outputs): copy through a 1-wide sum.
+            unsafe {
+                kc.sum_groups
+                    .launch_u64(s, grid(len, CURVE_THREADS), CURVE_THREADS, &[cur, len as u64, 1, dst])
+            }
+            .map_err(gpu_err)?;
+        }
+        Ok(())
+    }
+}
+
+fn poisoned() -> MsmError {
+    MsmError::Backend { backend: "cuda", message: "GPU MSM state poisoned by an earlier panic".into() }
+}
+
+fn too_many(n: usize) -> MsmError {
+    MsmError::Backend { backend: "cuda", message: format!("{n} bases: the GPU MSM takes fewer than 2^31 per call") }
+}
+
+fn check_shape_device(query: &'static str, bases: usize, scalars: usize, mask: Option<&DeviceDensity>) -> Result<usize, MsmError> {
+    let needed = match mask {
+        Some(m) if m.len() != scalars => return Err(MsmError::MaskLength { query, mask: m.len(), scalars }),
+        Some(m) => m.count_ones(),
+        None => scalars,
+    };
+    if bases < needed {
+        return Err(MsmError::TooFewBases { query, needed, available: bases });
+    }
+    if needed >= MAX_BASES {
+        return Err(too_many(needed));
+    }
+    Ok(needed)
+}
+
+impl GpuMsm {
+    /// The host-level MSM behind [`Msm`]: uploads scalars and mask, then
+    /// [`GpuMsm::msm_host_bases`].
+    fn host_msm<C: GpuCurve>(
+        &self,
+        query: &'static str,
+        bases: &[C::Affine],
+        scalars: &[Scalar],
+        mask: Option<&Density>,
+    ) -> Result<C::Projective, MsmError> {
+        let n = check_shape(query, bases.len(), scalars.len(), mask)?;
+        if n == 0 {
+            return Ok(C::Projective::identity());
+        }
+        let d_scalars = self.upload_scalars(scalars)?;
+        let d_mask = mask.map(|m| self.upload_density(m)).transpose()?;
+        self.msm_host_bases::<C>(&bases[..n], DeviceScalars::Montgomery(&d_scalars), d_mask.as_ref())
+    }
+}
+
+impl Msm for GpuMsm {
+    fn name(&self) -> &'static str {
+        "cuda-pippenger"
+    }
+
+    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G1Projective, MsmError> {
+        self.host_msm::<G1>("G1", bases, scalars, mask)
+    }
+
+    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G2Projective, MsmError> {
+        self.host_msm::<G2>("G2", bases, scalars, mask)
     }
 }

@@ -18,6 +18,8 @@
 mod cpu;
 mod density;
 #[cfg(feature = "cuda")]
+pub mod curve_check;
+#[cfg(feature = "cuda")]
 pub mod gpu;
 
 pub use cpu::{naive_msm, CpuMsm};

@@ -35,19 +35,21 @@ impl Backend {
     }
 
     /// The fastest stages this build and host offer: with the `cuda` feature
-    /// and a CUDA device, the GPU NTT on device 0 (the MSM stays on the CPU
-    /// until the GPU MSM lands); otherwise the CPU. Says which, and why, in
-    /// one log line (warn level when falling back).
+    /// and a CUDA device, the GPU NTT and the GPU MSM on device 0; otherwise
+    /// the CPU. Says which, and why, in one log line (warn level when
+    /// falling back).
     pub fn auto() -> Self {
         #[cfg(feature = "cuda")]
         {
-            let gpu = c2_cuda::Gpu::open(0)
-                .map_err(|e| e.to_string())
-                .and_then(|gpu| c2_ntt::GpuNtt::new(gpu).map_err(|e| e.to_string()));
+            let gpu = c2_cuda::Gpu::open(0).map_err(|e| e.to_string()).and_then(|gpu| {
+                let ntt = c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?;
+                let msm = c2_msm::gpu::GpuMsm::new(gpu).map_err(|e| e.to_string())?;
+                Ok((ntt, msm))
+            });
             match gpu {
-                Ok(ntt) => {
-                    log::info!("porep-c2: NTT on the GPU ({}), MSM on the CPU", ntt.gpu().info().name);
-                    return Self { ntt: Arc::new(ntt), msm: Arc::new(CpuMsm) };
+                Ok((ntt, msm)) => {
+                    log::info!("porep-c2: NTT and MSM on the GPU ({})", ntt.gpu().info().name);
+                    return Self { ntt: Arc::new(ntt), msm: Arc::new(msm) };
                 }
                 Err(e) => log::warn!("porep-c2: {e}; proving on the CPU"),
             }

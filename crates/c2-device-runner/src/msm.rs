@@ -1,0 +1,352 @@
+//! GPU MSM: differential checks against blst (CpuMsm) and the benchmark
+//! against ec-gpu-gen's multiexp (the kernel bellperson 0.27's GPU multiexp
+//! runs).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use c2_cuda::{DeviceBuffer, Gpu, PinnedRange};
+use c2_msm::gpu::{DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
+use c2_msm::{CpuMsm, Density, Msm};
+use ff::{Field, PrimeField};
+use group::prime::PrimeCurveAffine;
+use group::{Curve, Group};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+
+use crate::{median, random_vec, Report};
+
+/// Scalar mixes the checks run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mix {
+    Random,
+    Zero,
+    One,
+    /// r - 1 everywhere.
+    MinusOne,
+    /// PoRep-like: 51% zero, 47% one, 2% random (FACTS.md).
+    Porep,
+    /// 2..=9 only: a few huge buckets (segment fix-up path).
+    Small,
+}
+
+const MIXES: [Mix; 6] = [Mix::Random, Mix::Zero, Mix::One, Mix::MinusOne, Mix::Porep, Mix::Small];
+
+fn scalars(n: usize, mix: Mix, salt: u64) -> Vec<Scalar> {
+    match mix {
+        Mix::Random => random_vec(n, salt),
+        Mix::Zero => vec![Scalar::ZERO; n],
+        Mix::One => vec![Scalar::ONE; n],
+        Mix::MinusOne => vec![-Scalar::ONE; n],
+        Mix::Porep | Mix::Small => {
+            let r = random_vec(n, salt);
+            r.par_iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    let u = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(salt) >> 40;
+                    match mix {
+                        Mix::Small => Scalar::from(2 + u % 8),
+                        _ => match u % 100 {
+                            0..=50 => Scalar::ZERO,
+                            51..=97 => Scalar::ONE,
+                            _ => *x,
+                        },
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// n pseudo-random points, fast: each chunk walks P, P + Q, P + 2Q, ... from
+/// a random P with a random step Q, then normalises in one batch. With
+/// `infinity`, every 997th point is the point at infinity.
+fn points<P>(n: usize, seed: u64, infinity: bool) -> Vec<P::AffineRepr>
+where
+    P: Group + Curve + Send + Sync,
+    P::AffineRepr: PrimeCurveAffine + Send + Sync,
+{
+    const CHUNK: usize = 1 << 12;
+    let mut out = vec![P::AffineRepr::identity(); n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, c)| {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((k as u64) << 24));
+        let (mut p, q) = (P::random(&mut rng), P::random(&mut rng));
+        let proj: Vec<P> = (0..c.len())
+            .map(|_| {
+                let cur = p;
+                p += q;
+                cur
+            })
+            .collect();
+        P::batch_normalize(&proj, c);
+    });
+    if infinity {
+        for i in (0..n).step_by(997) {
+            out[i] = P::AffineRepr::identity();
+        }
+    }
+    out
+}
+
+fn random_mask(n: usize, density_pct: u64, seed: u64) -> Density {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    Density::from_bools((0..n).map(|_| rng.gen_range(0..100) < density_pct))
+}
+
+trait Oracle: GpuCurve {
+    fn cpu(bases: &[Self::Affine], s: &[Scalar], mask: Option<&Density>) -> Self::Projective;
+    fn gpu(m: &GpuMsm, bases: &[Self::Affine], s: &[Scalar], mask: Option<&Density>) -> Result<Self::Projective, String>;
+}
+
+impl Oracle for G1 {
+    fn cpu(bases: &[G1Affine], s: &[Scalar], mask: Option<&Density>) -> G1Projective {
+        CpuMsm.msm_g1(bases, s, mask).expect("cpu msm")
+    }
+    fn gpu(m: &GpuMsm, bases: &[G1Affine], s: &[Scalar], mask: Option<&Density>) -> Result<G1Projective, String> {
+        m.msm_g1(bases, s, mask).map_err(|e| e.to_string())
+    }
+}
+
+impl Oracle for G2 {
+    fn cpu(bases: &[G2Affine], s: &[Scalar], mask: Option<&Density>) -> G2Projective {
+        CpuMsm.msm_g2(bases, s, mask).expect("cpu msm")
+    }
+    fn gpu(m: &GpuMsm, bases: &[G2Affine], s: &[Scalar], mask: Option<&Density>) -> Result<G2Projective, String> {
+        m.msm_g2(bases, s, mask).map_err(|e| e.to_string())
+    }
+}
+
+fn diff_case<C: Oracle>(
+    m: &GpuMsm,
+    r: &mut Report,
+    label: &str,
+    bases: &[C::Affine],
+    s: &[Scalar],
+    mask: Option<&Density>,
+) -> Result<(), String> {
+    let want = C::cpu(bases, s, mask);
+    let got = C::gpu(m, bases, s, mask)?;
+    r.check(format!("msm {} {label}", C::PREFIX), got == want);
+    Ok(())
+}
+
+fn curve_suite<C: Oracle>(gpu: &Arc<Gpu>, r: &mut Report, quick: bool, seed: u64) -> Result<(), String>
+where
+    C::Projective: Send + Sync,
+    C::Affine: Send + Sync,
+{
+    let m = GpuMsm::new(gpu.clone()).map_err(|e| e.to_string())?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let big = if quick { 1 << 16 } else { 1 << 20 };
+    let mut sizes = vec![1usize, 2, 3, 255, 1000, (1 << 10) + 1, 1 << 16, big];
+    sizes.push(rng.gen_range(1..300_000));
+    sizes.push(rng.gen_range(1..3_000));
+    sizes.dedup();
+    let all = points::<C::Projective>(*sizes.iter().max().unwrap_or(&1), seed, true);
+    for &n in &sizes {
+        let bases = &all[..n];
+        for (k, &mix) in MIXES.iter().enumerate() {
+            if n == big && C::PREFIX == "g2" && !matches!(mix, Mix::Random | Mix::Porep) {
+                continue; // keep G2 at 2^20 to the mixes that matter
+            }
+            let s = scalars(n, mix, seed ^ (n as u64) ^ k as u64);
+            diff_case::<C>(&m, r, &format!("n={n} {mix:?}"), bases, &s, None)?;
+        }
+    }
+    // Density masks: 25% (B) and 99.7%-like (A), PoRep mix; bases = set bits.
+    for &n in &[1000usize, 1 << 16, big] {
+        for pct in [25u64, 99] {
+            let mask = random_mask(n, pct, seed ^ n as u64 ^ pct);
+            let s = scalars(n, Mix::Porep, seed ^ pct);
+            diff_case::<C>(&m, r, &format!("n={n} mask {pct}% ({} set) porep", mask.count_ones()), &all[..mask.count_ones()], &s, Some(&mask))?;
+            let s = scalars(n, Mix::Random, seed ^ pct ^ 7);
+            diff_case::<C>(&m, r, &format!("n={n} mask {pct}% random"), &all[..mask.count_ones()], &s, Some(&mask))?;
+        }
+    }
+    // All-zero and all-one masks.
+    let n = 5000;
+    let s = scalars(n, Mix::Random, 11);
+    diff_case::<C>(&m, r, "n=5000 empty mask", &all[..0], &s, Some(&Density::with_len(n)))?;
+    diff_case::<C>(&m, r, "n=5000 full mask", &all[..n], &s, Some(&Density::full(n)))?;
+    // Bases all infinity; all equal (every bucket doubles).
+    let inf = vec![C::Affine::identity(); n];
+    diff_case::<C>(&m, r, "n=5000 all bases infinity", &inf, &s, None)?;
+    let same = vec![all[1]; n];
+    diff_case::<C>(&m, r, "n=5000 all bases equal", &same, &s, None)?;
+    diff_case::<C>(&m, r, "n=5000 all bases equal, small scalars", &same, &scalars(n, Mix::Small, 5), None)?;
+
+    // Every window width, and multi-pass (tiny budget), on one input.
+    let n = 20_000;
+    let s = scalars(n, Mix::Random, 13);
+    let want = C::cpu(&all[..n], &s, None);
+    for c in [2u32, 3, 5, 8, 11, 13, 15, 16] {
+        let cfg = GpuMsmConfig { window_bits: Some(c), ..Default::default() };
+        let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+        let got = C::gpu(&mc, &all[..n], &s, None)?;
+        r.check(format!("msm {} n={n} window c={c}", C::PREFIX), got == want);
+    }
+    // ~2.2 MB (G1) / 4.4 MB (G2) of scratch per window with 12-bit windows
+    // and 2^12 target threads: a 3 MB / 6 MB budget runs one window per pass.
+    let cfg = GpuMsmConfig { window_bits: Some(12), memory_budget: Some(std::mem::size_of::<C::Xyzz>() << 14), target_threads: 1 << 12, ..Default::default() };
+    let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = C::gpu(&mc, &all[..n], &s, None)?;
+    r.check(format!("msm {} n={n} multi-pass (3 MB budget)", C::PREFIX), got == want);
+    // Few threads: long segments, many crossing buckets.
+    let cfg = GpuMsmConfig { target_threads: 64, ..Default::default() };
+    let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = C::gpu(&mc, &all[..n], &s, None)?;
+    r.check(format!("msm {} n={n} 64 target threads", C::PREFIX), got == want);
+    // Streamed bases: chunks of 4099, with and without a mask.
+    let cfg = GpuMsmConfig { force_streaming: true, stream_chunk: 4099, ..Default::default() };
+    let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = C::gpu(&mc, &all[..n], &s, None)?;
+    r.check(format!("msm {} n={n} streamed in chunks of 4099", C::PREFIX), got == want);
+    let mask = random_mask(n, 40, 17);
+    let sp = scalars(n, Mix::Porep, 19);
+    let want_m = C::cpu(&all[..mask.count_ones()], &sp, Some(&mask));
+    let got = C::gpu(&mc, &all[..mask.count_ones()], &sp, Some(&mask))?;
+    r.check(format!("msm {} n={n} streamed + mask 40% porep", C::PREFIX), got == want_m);
+
+    // Device API with canonical scalars.
+    let canon: Vec<[u64; 4]> = s.iter().map(|x| canonical(x)).collect();
+    let mut d_s = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    d_s.upload_async(0, &canon, &stream).map_err(|e| e.to_string())?;
+    let mut d_b = gpu.alloc::<C::Affine>(n).map_err(|e| e.to_string())?;
+    d_b.upload_async(0, &all[..n], &stream).map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    let got = m.msm_device::<C>(&d_b, DeviceScalars::Canonical(&d_s), None).map_err(|e| e.to_string())?;
+    r.check(format!("msm {} n={n} device-resident, canonical scalars", C::PREFIX), got == want);
+    Ok(())
+}
+
+fn canonical(x: &Scalar) -> [u64; 4] {
+    let b = x.to_repr();
+    let b = b.as_ref();
+    std::array::from_fn(|i| u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8 bytes")))
+}
+
+/// All MSM differential checks.
+pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> {
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(5);
+    println!("msm checks: seed {seed}");
+    let t = Instant::now();
+    curve_suite::<G1>(&gpu, r, quick, seed)?;
+    println!("msm G1 checks: {:.1?}", t.elapsed());
+    curve_suite::<G2>(&gpu, r, quick, seed ^ 1)?;
+    println!("msm checks: {:.1?}", t.elapsed());
+    Ok(())
+}
+
+type EcMsm<G> = ec_gpu_gen::multiexp::MultiexpKernel<'static, G>;
+
+fn ec_msm<G: PrimeCurveAffine + ec_gpu::GpuName>() -> Result<EcMsm<G>, String> {
+    use ec_gpu_gen::rust_gpu_tools::Device;
+    let devices = Device::all();
+    let device = devices.first().ok_or("ec-gpu-gen sees no device")?;
+    let program = ec_gpu_gen::program!(device).map_err(|e| format!("ec-gpu-gen program: {e}"))?;
+    EcMsm::<G>::create(vec![program], &[device]).map_err(|e| e.to_string())
+}
+
+/// Copies of a pool of distinct points up to n (timing does not depend on
+/// distinctness; generating 2^27 distinct points would dominate the run).
+fn tiled<A: Copy + Send + Sync>(pool: &[A], n: usize) -> Vec<A> {
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        let k = (n - v.len()).min(pool.len());
+        v.extend_from_slice(&pool[..k]);
+    }
+    v
+}
+
+fn bench_curve<C: Oracle>(
+    gpu: &Arc<Gpu>,
+    r: &mut Report,
+    log_sizes: &[u32],
+    mix: Mix,
+    with_ec: bool,
+) -> Result<(), String>
+where
+    C::Affine: ec_gpu::GpuName + PrimeCurveAffine<Scalar = Scalar> + Send + Sync,
+    C::Projective: Send + Sync,
+{
+    let e = |x: c2_cuda::GpuError| x.to_string();
+    let m = GpuMsm::new(gpu.clone()).map_err(|x| x.to_string())?;
+    let mut ec = if with_ec { Some(ec_msm::<C::Affine>()?) } else { None };
+    let pool_n = 1usize << 22;
+    // No infinity among the bench bases: ec-gpu-gen's kernel reads blst's
+    // (0, 0) infinity encoding as an ordinary point.
+    let pool = points::<C::Projective>(pool_n.min(1 << log_sizes.iter().max().copied().unwrap_or(20)), 99, false);
+    let stream = gpu.stream().map_err(e)?;
+    let (t0, t1) = (gpu.event().map_err(e)?, gpu.event().map_err(e)?);
+    for &log_n in log_sizes {
+        let n = 1usize << log_n;
+        let mut bases = tiled(&pool, n);
+        let mut s = scalars(n, mix, log_n as u64);
+        let (mut d_b, mut d_s) = (gpu.alloc::<C::Affine>(n).map_err(e)?, gpu.alloc::<Scalar>(n).map_err(e)?);
+        // Upload from page-locked memory (how the prover stages data).
+        let up_ms = {
+            let pb = PinnedRange::new(gpu, &mut bases).map_err(e)?;
+            let ps = PinnedRange::new(gpu, &mut s).map_err(e)?;
+            t0.record(&stream).map_err(e)?;
+            d_b.upload_async(0, &pb[..], &stream).map_err(e)?;
+            d_s.upload_async(0, &ps[..], &stream).map_err(e)?;
+            t1.record(&stream).map_err(e)?;
+            stream.synchronize().map_err(e)?;
+            t1.elapsed_ms(&t0).map_err(e)? as f64
+        };
+        let run = |d_b: &DeviceBuffer<C::Affine>, d_s: &DeviceBuffer<Scalar>| -> Result<(f64, C::Projective), String> {
+            let t = Instant::now();
+            let p = m.msm_device::<C>(d_b, DeviceScalars::Montgomery(d_s), None).map_err(|x| x.to_string())?;
+            Ok((t.elapsed().as_secs_f64() * 1e3, p))
+        };
+        let (_, ours) = run(&d_b, &d_s)?; // warm-up (scratch allocation)
+        let mut times = Vec::new();
+        for _ in 0..3 {
+            times.push(run(&d_b, &d_s)?.0);
+        }
+        let resident = median(times);
+        drop((d_b, d_s));
+        let bases_for_cpu = Arc::new(bases);
+        let (ec_ms, same) = match ec.as_mut() {
+            Some(k) => {
+                let b = bases_for_cpu.clone();
+                let reprs: Arc<Vec<_>> = Arc::new(s.par_iter().map(|x| x.to_repr()).collect());
+                let pool = ec_gpu_gen::threadpool::Worker::new();
+                let t = Instant::now();
+                let theirs = k.multiexp(&pool, b, reprs, 0).map_err(|x| x.to_string())?;
+                (format!("{:.1}", t.elapsed().as_secs_f64() * 1e3), Some(theirs == ours))
+            }
+            None => ("-".into(), None),
+        };
+        if let Some(ok) = same {
+            r.check(format!("msm {} 2^{log_n} {mix:?}: ours == ec-gpu-gen multiexp", C::PREFIX), ok);
+        }
+        if log_n <= 24 {
+            let want = C::cpu(&bases_for_cpu, &s, None);
+            r.check(format!("msm {} 2^{log_n} {mix:?}: ours == blst (CPU)", C::PREFIX), want == ours);
+        }
+        let speed = ec_ms.parse::<f64>().map(|x| format!("{:.1}x", x / (resident + up_ms))).unwrap_or("-".into());
+        r.bench.push(format!(
+            "{:>4} {:>6} {:>8} | {:>12.1} {:>12.1} {:>14.1} | {:>14} {:>8}",
+            C::PREFIX, log_n, format!("{mix:?}"), resident, up_ms, resident + up_ms, ec_ms, speed
+        ));
+        println!("{}", r.bench.last().expect("pushed"));
+    }
+    Ok(())
+}
+
+/// MSM benchmark: ours with bases resident, the pinned upload, and ec-gpu-gen
+/// (bellperson 0.27's GPU multiexp, which uploads from pageable memory).
+pub fn bench(gpu: Arc<Gpu>, r: &mut Report, g1_sizes: &[u32], g2_sizes: &[u32], porep: &[u32]) -> Result<(), String> {
+    r.bench.push(format!(
+        "{:>4} {:>6} {:>8} | {:>12} {:>12} {:>14} | {:>14} {:>8}",
+        "msm", "log_n", "scalars", "resident ms", "upload ms", "ours+upload", "ec-gpu-gen ms", "speedup"
+    ));
+    bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true)?;
+    bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true)?;
+    bench_curve::<G2>(&gpu, r, g2_sizes, Mix::Random, true)?;
+    Ok(())
+}

@@ -1,0 +1,267 @@
+// Pippenger multi-scalar multiplication, one template for G1 and G2.
+//
+// The host (c2-msm's gpu.rs) drives these steps on one stream:
+//
+// 1. split      every scalar (Montgomery or canonical, optional density
+//               mask): 0 and masked-out scalars are dropped, scalars equal to
+//               1 go to the "ones" list (summed by plain additions), the rest
+//               are stored canonical with their base index ("others").
+// 2. histogram  per window of c bits, signed digits d in [-2^(c-1), 2^(c-1)]
+//               (bucket |d| - 1, the sign negates the base): count per bucket.
+// 3. scan       exclusive prefix sum: bucket b's entries start at off[b].
+// 4. scatter    each (scalar, window) writes its base index (top bit: sign)
+//               at its bucket's cursor: a counting sort by bucket.
+// 5. accumulate the sorted entries are cut into equal segments, one thread
+//               each, so skewed buckets cannot stall a thread; a bucket that
+//               lies inside one segment is written directly, one that crosses
+//               segment borders leaves partial sums (head/tail) that
+// 6. fixup      adds up per bucket.
+// 7. reduce     per window, sum_j (j + 1) B_j by running sums over chunks of
+//               Q buckets: chunk k yields T_k + kQ * S_k.
+// 8. sum        chunk results are summed in groups until one point per
+//               window remains, converted to affine and combined on the host
+//               (sum_w 2^(cw) W_w: a few hundred host doublings).
+//
+// Bucket order inside a bucket depends on atomics, but point addition is
+// exact and commutative, so results are deterministic.
+#pragma once
+#include "ec/xyzz.cuh"
+#include "ff/fr.cuh"
+
+namespace msm {
+
+/// Top bit of a sorted entry: subtract the base instead of adding it.
+constexpr uint32_t NEG = 1u << 31;
+
+/// Counters the split step fills: [0] others, [1] ones.
+enum { OTHERS = 0, ONES = 1 };
+
+// The 32-lane warp appends `pred` lanes to a list: one atomic per warp.
+// Every lane of the warp must call it (see the warp-uniform loops below).
+__device__ __forceinline__ uint32_t warp_append(uint32_t* counter, bool pred) {
+    const uint32_t lane = threadIdx.x & 31;
+    const uint32_t ballot = __ballot_sync(0xffffffffu, pred);
+    uint32_t base = 0;
+    if (lane == 0 && ballot) base = atomicAdd(counter, __popc(ballot));
+    base = __shfl_sync(0xffffffffu, base, 0);
+    return base + __popc(ballot & ((1u << lane) - 1));
+}
+
+// Grid-stride loop over warp-aligned indices, so all 32 lanes of a warp run
+// the same number of iterations (ballots need the full warp); `i` may be
+// >= n in the last one.
+#define WARP_UNIFORM_LOOP(i, n)                                                        \
+    for (uint64_t _b = (uint64_t)blockIdx.x * blockDim.x + (threadIdx.x & ~31u); _b < (n); \
+         _b += (uint64_t)gridDim.x * blockDim.x)                                       \
+        for (uint64_t i = _b + (threadIdx.x & 31u), _once = 1; _once; _once = 0)
+
+__device__ __forceinline__ bool fr_is(const fr_t& s, uint32_t v) {
+    bool r = s.val[0] == v;
+#pragma unroll
+    for (int k = 1; k < 8; k++) r &= s.val[k] == 0;
+    return r;
+}
+
+/// Step 1. `mask` (may be null) holds one bit per scalar; `word_rank[w]` the
+/// set bits before word w. The k-th set scalar meets base k; only bases in
+/// [lo, hi) are taken (one chunk of streamed bases), renumbered from 0.
+__device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, const uint64_t* mask,
+                                      const uint32_t* word_rank, bool montgomery, uint64_t lo,
+                                      uint64_t hi, fr_t* others, uint32_t* others_base,
+                                      uint32_t* ones_base, uint32_t* counters) {
+    WARP_UNIFORM_LOOP(i, n) {
+        bool take = i < n;
+        uint64_t base = i;
+        if (take && mask) {
+            const uint64_t w = mask[i >> 6];
+            const uint64_t below = w & ((1ull << (i & 63)) - 1);
+            take = (w >> (i & 63)) & 1;
+            base = word_rank[i >> 6] + __popcll(below);
+        }
+        take = take && base >= lo && base < hi;
+        fr_t s = fr_zero();
+        if (take) s = montgomery ? fr_unmont(scalars[i]) : fr_reduce(scalars[i]);
+        const bool one = take && fr_is(s, 1);
+        const bool other = take && !one && !fr_is(s, 0);
+        const uint32_t oi = warp_append(&counters[OTHERS], other);
+        const uint32_t pi = warp_append(&counters[ONES], one);
+        if (other) {
+            others[oi] = s;
+            others_base[oi] = (uint32_t)(base - lo);
+        }
+        if (one) ones_base[pi] = (uint32_t)(base - lo);
+    }
+}
+
+/// Bits [lo, lo + c) of a canonical scalar (c <= 16, lo < 256).
+__device__ __forceinline__ uint32_t window_bits(const fr_t& s, uint32_t lo, uint32_t c) {
+    const uint32_t li = lo >> 5, sh = lo & 31;
+    uint64_t w = s.val[li];
+    if (li < 7) w |= (uint64_t)s.val[li + 1] << 32;
+    return (uint32_t)(w >> sh) & ((1u << c) - 1);
+}
+
+/// Signed-digit recoding, one window at a time from the bottom: calls
+/// `f(w, d)` for windows w0 <= w < w_end. Windows below `top` fold digits
+/// above 2^(c-1) into a carry; window `top` = floor(255 / c) holds fewer than
+/// c bits of a scalar below 2^255 plus the carry, so its digit stays <= 2^(c-1).
+template <class F>
+__device__ __forceinline__ void for_each_digit(const fr_t& s, uint32_t c, uint32_t w0, uint32_t w_end,
+                                               F f) {
+    const uint32_t top = 255 / c, half = 1u << (c - 1);
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < w_end; w++) {
+        uint32_t v = window_bits(s, w * c, c) + carry;
+        int32_t d = (int32_t)v;
+        carry = 0;
+        if (v > half && w < top) {
+            d = (int32_t)v - (int32_t)(1u << c);
+            carry = 1;
+        }
+        if (w >= w0) f(w, d);
+    }
+}
+
+/// Step 2: counts[(w - w0) * buckets + |d| - 1] += 1 for every nonzero digit.
+__device__ __forceinline__ void histogram(const fr_t* others, uint64_t m, uint32_t c, uint32_t w0,
+                                          uint32_t wn, uint32_t* counts) {
+    const uint32_t buckets = 1u << (c - 1);
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+            if (d != 0) atomicAdd(&counts[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
+        });
+    }
+}
+
+/// Step 4: entries[cursor[bucket]++] = base index | sign.
+__device__ __forceinline__ void scatter(const fr_t* others, const uint32_t* others_base, uint64_t m,
+                                        uint32_t c, uint32_t w0, uint32_t wn, uint32_t* cursor,
+                                        uint32_t* entries) {
+    const uint32_t buckets = 1u << (c - 1);
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t base = others_base[i];
+        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+            if (d == 0) return;
+            const uint32_t pos = atomicAdd(&cursor[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
+            entries[pos] = base | (d < 0 ? NEG : 0u);
+        });
+    }
+}
+
+/// Step 5: segment s = entries [s * seg, min((s + 1) * seg, total)).
+template <class O>
+__device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uint32_t* entries,
+                                           const uint32_t* off, uint32_t nbk, uint32_t seg,
+                                           ec::xyzz<O>* buckets, ec::xyzz<O>* head,
+                                           ec::xyzz<O>* tail) {
+    const uint64_t total = off[nbk];
+    const uint64_t nseg = (total + seg - 1) / seg;
+    for (uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; s < nseg;
+         s += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t p0 = s * seg, p1 = min(p0 + seg, total);
+        // The bucket holding p0: the last b with off[b] <= p0 (then off[b+1] > p0).
+        uint32_t lo = 0, hi = nbk;
+        while (hi - lo > 1) {
+            const uint32_t mid = (lo + hi) / 2;
+            if (off[mid] <= p0) lo = mid; else hi = mid;
+        }
+        uint32_t b = lo;
+        uint64_t p = p0;
+        while (p < p1) {
+            const uint64_t end = min((uint64_t)off[b + 1], p1);
+            ec::xyzz<O> acc = ec::infinity<O>();
+            for (uint64_t q = p; q < end; q++) {
+                const uint32_t e = entries[q];
+                ec::affine<O> pt = bases[e & ~NEG];
+                if (e & NEG) pt = ec::neg(pt);
+                acc = ec::add_mixed(acc, pt);
+            }
+            const bool starts_before = off[b] < p0, ends_after = off[b + 1] > p1;
+            if (starts_before) head[s] = acc;
+            else if (ends_after) tail[s] = acc;
+            else buckets[b] = acc;
+            p = end;
+            while (p < p1 && off[b + 1] <= p) b++;
+        }
+    }
+}
+
+/// Step 6: buckets that cross segment borders (and empty ones).
+template <class O>
+__device__ __forceinline__ void fixup(const uint32_t* off, uint32_t nbk, uint32_t seg,
+                                      ec::xyzz<O>* buckets, const ec::xyzz<O>* head,
+                                      const ec::xyzz<O>* tail) {
+    for (uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; b < nbk;
+         b += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t s = off[b], e = off[b + 1];
+        if (s == e) {
+            buckets[b] = ec::infinity<O>();
+            continue;
+        }
+        const uint32_t s0 = s / seg, s1 = (e - 1) / seg;
+        if (s0 == s1) continue;
+        ec::xyzz<O> acc = tail[s0];
+        for (uint32_t k = s0 + 1; k <= s1; k++) acc = ec::add(acc, head[k]);
+        buckets[b] = acc;
+    }
+}
+
+/// Step 7: thread t = w * (buckets / q) + k sums chunk k of window w:
+/// sum_{j in chunk} (j + 1) B_j = T_k + kq * S_k with S_k = sum B_j and
+/// T_k = sum (j - kq + 1) B_j (running sums from the top of the chunk).
+template <class O>
+__device__ __forceinline__ void reduce(const ec::xyzz<O>* buckets, uint32_t wn, uint32_t nb,
+                                       uint32_t q, ec::xyzz<O>* out) {
+    const uint32_t chunks = nb / q;
+    for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < (uint64_t)wn * chunks;
+         t += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t w = (uint32_t)(t / chunks), k = (uint32_t)(t % chunks);
+        const ec::xyzz<O>* bk = buckets + (uint64_t)w * nb + (uint64_t)k * q;
+        ec::xyzz<O> sum = ec::infinity<O>(), running = ec::infinity<O>();
+        for (uint32_t j = q; j-- > 0;) {
+            sum = ec::add(sum, bk[j]);
+            running = ec::add(running, sum);
+        }
+        // kq * S by double-and-add (kq < 2^16).
+        const uint32_t mult = k * q;
+        ec::xyzz<O> scaled = ec::infinity<O>();
+        for (int bit = 31 - __clz(mult | 1); mult && bit >= 0; bit--) {
+            scaled = ec::dbl(scaled);
+            if ((mult >> bit) & 1) scaled = ec::add(scaled, sum);
+        }
+        out[t] = ec::add(running, scaled);
+    }
+}
+
+/// out[j] = sum of in[j * group .. min((j + 1) * group, n)).
+template <class O>
+__device__ __forceinline__ void sum_groups(const ec::xyzz<O>* in, uint64_t n, uint32_t group,
+                                           ec::xyzz<O>* out) {
+    const uint64_t groups = (n + group - 1) / group;
+    for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < groups;
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t end = min((j + 1) * group, n);
+        ec::xyzz<O> acc = in[j * group];
+        for (uint64_t i = j * group + 1; i < end; i++) acc = ec::add(acc, in[i]);
+        out[j] = acc;
+    }
+}
+
+/// out[j] = sum of bases[idx[i]] for i in [j * group, min((j + 1) * group, n)):
+/// the scalars equal to one.
+template <class O>
+__device__ __forceinline__ void sum_gathered(const ec::affine<O>* bases, const uint32_t* idx,
+                                             uint64_t n, uint32_t group, ec::xyzz<O>* out) {
+    const uint64_t groups = (n + group - 1) / group;
+    for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < groups;
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t end = min((j + 1) * group, n);
+        ec::xyzz<O> acc = ec::infinity<O>();
+        for (uint64_t i = j * group; i < end; i++) acc = ec::add_mixed(acc, bases[idx[i]]);
+        out[j] = acc;
+    }
+}
+
+}  // namespace msm
