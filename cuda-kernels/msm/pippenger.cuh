@@ -93,7 +93,7 @@ __device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, const uin
     }
 }
 
-/// Bits [lo, lo + c) of a canonical scalar (c <= 16, lo < 256).
+/// Bits [lo, lo + c) of a canonical scalar (c <= 24, lo < 256: two limbs).
 __device__ __forceinline__ uint32_t window_bits(const fr_t& s, uint32_t lo, uint32_t c) {
     const uint32_t li = lo >> 5, sh = lo & 31;
     uint64_t w = s.val[li];

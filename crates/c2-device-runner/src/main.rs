@@ -6,6 +6,7 @@
 //! cargo build --release -p c2-device-runner
 //! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
+//!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
 //! ```
 //! Exit status 0 only when every differential check passed; with no GPU it
 //! says so and exits 2 (a skip, never a silent pass).
@@ -374,6 +375,7 @@ fn main() {
     let msm_g1 = list("--msm-g1", &[20, 24, 26, 27]);
     let msm_g2 = list("--msm-g2", &[20, 24, 25]);
     let msm_porep = list("--msm-porep", &[26]);
+    let msm_sweep = list("--msm-sweep", &[]);
     // --only ntt | msm: one stage's checks and benchmarks.
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let run_ntt = only.as_deref().is_none_or(|o| o == "ntt");
@@ -421,7 +423,7 @@ fn main() {
         println!("differential tests: {:.1?}", t.elapsed());
     }
     if !skip_bench && run_msm {
-        if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep) {
+        if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep, &msm_sweep) {
             report.check(format!("msm benchmarks aborted: {e}"), false);
         }
     }

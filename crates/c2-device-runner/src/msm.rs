@@ -267,6 +267,7 @@ fn bench_curve<C: Oracle>(
     log_sizes: &[u32],
     mix: Mix,
     with_ec: bool,
+    sweep: &[u32],
 ) -> Result<(), String>
 where
     C::Affine: ec_gpu::GpuName + PrimeCurveAffine<Scalar = Scalar> + Send + Sync,
@@ -308,6 +309,30 @@ where
             times.push(run(&d_b, &d_s)?.0);
         }
         let resident = median(times);
+        // Stage breakdown (events between stages) and a window-width sweep.
+        {
+            let cfg = GpuMsmConfig { stage_timing: true, ..Default::default() };
+            let mt = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
+            mt.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+            let st: Vec<String> = mt.last_stage_times().iter().map(|(n, t)| format!("{n} {t:.1}")).collect();
+            r.bench.push(format!("     stages (ms) {} 2^{log_n} {mix:?}: {}", C::PREFIX, st.join(", ")));
+            println!("{}", r.bench.last().expect("pushed"));
+        }
+        for &c in sweep.iter().filter(|_| mix == Mix::Random) {
+            let cfg = GpuMsmConfig { window_bits: Some(c), ..Default::default() };
+            let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
+            let mut t = Vec::new();
+            for _ in 0..2 {
+                let start = Instant::now();
+                let p = mc.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+                t.push(start.elapsed().as_secs_f64() * 1e3);
+                if p != ours {
+                    r.check(format!("msm {} 2^{log_n} c={c} equals the default run", C::PREFIX), false);
+                }
+            }
+            r.bench.push(format!("     window sweep {} 2^{log_n}: c={c} {:.1} ms", C::PREFIX, t[1]));
+            println!("{}", r.bench.last().expect("pushed"));
+        }
         drop((d_b, d_s));
         let bases_for_cpu = Arc::new(bases);
         let (ec_ms, same) = match ec.as_mut() {
@@ -340,13 +365,21 @@ where
 
 /// MSM benchmark: ours with bases resident, the pinned upload, and ec-gpu-gen
 /// (bellperson 0.27's GPU multiexp, which uploads from pageable memory).
-pub fn bench(gpu: Arc<Gpu>, r: &mut Report, g1_sizes: &[u32], g2_sizes: &[u32], porep: &[u32]) -> Result<(), String> {
+/// `sweep`: window widths also timed (resident) at every random-scalar size.
+pub fn bench(
+    gpu: Arc<Gpu>,
+    r: &mut Report,
+    g1_sizes: &[u32],
+    g2_sizes: &[u32],
+    porep: &[u32],
+    sweep: &[u32],
+) -> Result<(), String> {
     r.bench.push(format!(
         "{:>4} {:>6} {:>8} | {:>12} {:>12} {:>14} | {:>14} {:>8}",
         "msm", "log_n", "scalars", "resident ms", "upload ms", "ours+upload", "ec-gpu-gen ms", "speedup"
     ));
-    bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true)?;
-    bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true)?;
-    bench_curve::<G2>(&gpu, r, g2_sizes, Mix::Random, true)?;
+    bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true, sweep)?;
+    bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true, &[])?;
+    bench_curve::<G2>(&gpu, r, g2_sizes, Mix::Random, true, sweep)?;
     Ok(())
 }

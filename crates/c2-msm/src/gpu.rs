@@ -107,8 +107,8 @@ impl DeviceScalars<'_> {
 /// Tuning of the GPU MSM; `Default` picks everything from n and the device.
 #[derive(Clone, Debug)]
 pub struct GpuMsmConfig {
-    /// Window width c (2..=16); `None` chooses it from the number of
-    /// full-width scalars.
+    /// Window width c (2..=24); `None` chooses it from the number of
+    /// full-width scalars (2..=16, see [`plan_windows`]).
     pub window_bits: Option<u32>,
     /// Device memory the MSM may use for scratch and streamed bases, bytes;
     /// `None` = free memory at call time minus `reserve_bytes`.
@@ -122,6 +122,9 @@ pub struct GpuMsmConfig {
     pub force_streaming: bool,
     /// Threads the bucket kernels aim to run at once (segments, chunks).
     pub target_threads: usize,
+    /// Record CUDA events between the stages of every MSM; read them with
+    /// [`GpuMsm::last_stage_times`] (costs a few microseconds per stage).
+    pub stage_timing: bool,
 }
 
 impl Default for GpuMsmConfig {
@@ -134,6 +137,7 @@ impl Default for GpuMsmConfig {
             force_streaming: false,
             // 132 SMs x ~1000 resident threads on an H200.
             target_threads: 1 << 17,
+            stage_timing: false,
         }
     }
 }
@@ -244,8 +248,8 @@ pub fn plan_windows(
     threads: usize,
 ) -> Result<WindowPlan, MsmError> {
     let c = match forced {
-        Some(c) if (2..=16).contains(&c) => c,
-        Some(c) => return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=16") }),
+        Some(c) if (2..=24).contains(&c) => c,
+        Some(c) => return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=24") }),
         None => (2..=16).min_by(|&a, &b| plan_cost(m, a).total_cmp(&plan_cost(m, b))).unwrap_or(16),
     };
     let windows = 255 / c + 1;
@@ -366,6 +370,44 @@ pub struct GpuMsm {
     g1: CurveKernels,
     g2: CurveKernels,
     state: Mutex<(Streams, Scratch)>,
+    stages: Mutex<Vec<(&'static str, f32)>>,
+}
+
+/// Kernel time per stage from CUDA events: `mark(name)` closes the stage
+/// `name` that began at the previous mark.
+struct StageClock {
+    marks: Vec<(&'static str, Event)>,
+    gpu: Option<Arc<Gpu>>,
+}
+
+impl StageClock {
+    fn new(gpu: &Arc<Gpu>, on: bool, s: &Stream) -> Result<Self, MsmError> {
+        let mut c = Self { marks: Vec::new(), gpu: on.then(|| gpu.clone()) };
+        c.mark("start", s)?;
+        Ok(c)
+    }
+
+    fn mark(&mut self, name: &'static str, s: &Stream) -> Result<(), MsmError> {
+        if let Some(g) = &self.gpu {
+            let e = g.event().map_err(gpu_err)?;
+            e.record(s).map_err(gpu_err)?;
+            self.marks.push((name, e));
+        }
+        Ok(())
+    }
+
+    /// Milliseconds per stage name, summed over passes (events complete).
+    fn totals(&self) -> Result<Vec<(&'static str, f32)>, MsmError> {
+        let mut out: Vec<(&'static str, f32)> = Vec::new();
+        for w in self.marks.windows(2) {
+            let ms = w[1].1.elapsed_ms(&w[0].1).map_err(gpu_err)?;
+            match out.iter_mut().find(|(n, _)| *n == w[1].0) {
+                Some((_, t)) => *t += ms,
+                None => out.push((w[1].0, ms)),
+            }
+        }
+        Ok(out)
+    }
 }
 
 /// What a streamed or resident run needs to know about its bases.
@@ -400,7 +442,15 @@ impl GpuMsm {
             ready: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
             free: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
         };
-        Ok(Self { gpu, config, kernels, g1, g2, state: Mutex::new((streams, Scratch::new())) })
+        Ok(Self {
+            gpu,
+            config,
+            kernels,
+            g1,
+            g2,
+            state: Mutex::new((streams, Scratch::new())),
+            stages: Mutex::new(Vec::new()),
+        })
     }
 
     /// The device.
@@ -411,6 +461,13 @@ impl GpuMsm {
     /// The configuration.
     pub fn config(&self) -> &GpuMsmConfig {
         &self.config
+    }
+
+    /// Kernel milliseconds per stage of the last MSM run (split, ones, sort,
+    /// accumulate, fixup, reduce, window sums, affine), with
+    /// `config.stage_timing` on; empty otherwise.
+    pub fn last_stage_times(&self) -> Vec<(&'static str, f32)> {
+        self.stages.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
     fn curve<C: GpuCurve>(&self) -> &CurveKernels {
@@ -601,6 +658,7 @@ impl GpuMsm {
         let xw = xyzz / 8;
         let kc = self.curve::<C>();
 
+        let mut clock = StageClock::new(g, self.config.stage_timing, s)?;
         // 1. Split on the GPU: zeros dropped, ones listed, others kept.
         let counters = scratch.counters.get(g, 2).map_err(e)?;
         counters.zero_async(0, 2, s).map_err(e)?;
@@ -630,6 +688,7 @@ impl GpuMsm {
             )
         }
         .map_err(e)?;
+        clock.mark("split", s)?;
         let mut count = [0u32; 2];
         counters.download_async(0, &mut count, s).map_err(e)?;
         s.synchronize().map_err(e)?;
@@ -665,6 +724,7 @@ impl GpuMsm {
             f.zero_async(0, xw, s).map_err(e)?;
         }
 
+        clock.mark("ones", s)?;
         // 3. Others: Pippenger, `per_pass` windows at a time.
         if let Some(plan) = plan {
             let nb = plan.buckets();
@@ -703,6 +763,7 @@ impl GpuMsm {
                 }
                 .map_err(e)?;
 
+                clock.mark("sort", s)?;
                 // Segments: enough for the target thread count, >= 8 entries.
                 let seg = max_entries.div_ceil(self.config.target_threads).max(8);
                 let nseg = max_entries.div_ceil(seg);
@@ -719,6 +780,8 @@ impl GpuMsm {
                     )
                 }
                 .map_err(e)?;
+                clock.mark("accumulate", s)?;
+                // SAFETY: reads off[..=nbk] and the partials accumulate wrote.
                 unsafe {
                     kc.fixup.launch_u64(
                         s,
@@ -729,6 +792,7 @@ impl GpuMsm {
                 }
                 .map_err(e)?;
 
+                clock.mark("fixup", s)?;
                 // Running sums over chunks of q buckets per window.
                 let chunks_per_window =
                     (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
@@ -745,8 +809,10 @@ impl GpuMsm {
                     )
                 }
                 .map_err(e)?;
+                clock.mark("reduce", s)?;
                 let dst = finals + ((1 + w0 as usize) * xyzz) as u64;
                 self.tree_sum::<C>(s, scratch, out, parts, wn as usize, dst)?;
+                clock.mark("window sums", s)?;
                 w0 += wn;
             }
         }
@@ -761,8 +827,12 @@ impl GpuMsm {
         }
         .map_err(e)?;
         let mut host = vec![C::Affine::identity(); points];
+        clock.mark("affine", s)?;
         aff.download_async(0, &mut host, s).map_err(e)?;
         s.synchronize().map_err(e)?;
+        if self.config.stage_timing {
+            *self.stages.lock().map_err(|_| poisoned())? = clock.totals()?;
+        }
         let mut acc = C::Projective::identity();
         if let Some(plan) = plan {
             for w in (0..windows).rev() {
