@@ -112,7 +112,14 @@ extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* ot
                                                        uint64_t nbk, uint64_t seg,                   \
                                                        ec::xyzz<O>* buckets, ec::xyzz<O>* head,      \
                                                        ec::xyzz<O>* tail) {                          \
-        msm::accumulate<O>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head, tail);  \
+        msm::accumulate<O, false>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head, \
+                                  tail);                                                             \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_accumulate_inl(                                          \
+        const ec::affine<O>* bases, const uint32_t* entries, const uint32_t* off, uint64_t nbk,      \
+        uint64_t seg, ec::xyzz<O>* buckets, ec::xyzz<O>* head, ec::xyzz<O>* tail) {                  \
+        msm::accumulate<O, true>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head,  \
+                                 tail);                                                              \
     }                                                                                                \
     extern "C" __global__ void c2_##G##_msm_fixup(const uint32_t* off, uint64_t nbk, uint64_t seg,   \
                                                   ec::xyzz<O>* buckets, const ec::xyzz<O>* head,     \

@@ -75,8 +75,9 @@ template <class O> __device__ __noinline__ xyzz<O> dbl_affine(const affine<O>& p
     return dbl(from_affine(p));
 }
 
-// P + Q with Q affine (madd-2008-s).
-template <class O> __device__ __noinline__ xyzz<O> add_mixed(const xyzz<O>& p, const affine<O>& q) {
+// P + Q with Q affine (madd-2008-s), inlined into the caller: only for the
+// MSM's bucket loop (one call site per curve), see add_mixed.
+template <class O> __device__ __forceinline__ xyzz<O> add_mixed_inline(const xyzz<O>& p, const affine<O>& q) {
     typedef typename O::F F;
     if (is_inf(q)) return p;
     if (is_inf(p)) return from_affine(q);
@@ -94,6 +95,11 @@ template <class O> __device__ __noinline__ xyzz<O> add_mixed(const xyzz<O>& p, c
     F x3 = O::sub(O::sub(O::sqr(r), ppp), O::dbl(q_));
     F y3 = O::sub(O::mul(r, O::sub(q_, x3)), O::mul(p.y, ppp));
     return {x3, y3, O::mul(p.zz, pp), O::mul(p.zzz, ppp)};
+}
+
+// P + Q with Q affine, as a real call.
+template <class O> __device__ __noinline__ xyzz<O> add_mixed(const xyzz<O>& p, const affine<O>& q) {
+    return add_mixed_inline(p, q);
 }
 
 // P + Q, both xyzz (add-2008-s).

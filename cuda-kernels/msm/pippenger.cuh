@@ -151,7 +151,8 @@ __device__ __forceinline__ void scatter(const fr_t* others, const uint32_t* othe
 }
 
 /// Step 5: segment s = entries [s * seg, min((s + 1) * seg, total)).
-template <class O>
+/// INLINE: the mixed addition inlined into the loop or called.
+template <class O, bool INLINE>
 __device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uint32_t* entries,
                                            const uint32_t* off, uint32_t nbk, uint32_t seg,
                                            ec::xyzz<O>* buckets, ec::xyzz<O>* head,
@@ -176,7 +177,8 @@ __device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uin
                 const uint32_t e = entries[q];
                 ec::affine<O> pt = bases[e & ~NEG];
                 if (e & NEG) pt = ec::neg(pt);
-                acc = ec::add_mixed(acc, pt);
+                if constexpr (INLINE) acc = ec::add_mixed_inline(acc, pt);
+                else acc = ec::add_mixed(acc, pt);
             }
             const bool starts_before = off[b] < p0, ends_after = off[b + 1] > p1;
             if (starts_before) head[s] = acc;

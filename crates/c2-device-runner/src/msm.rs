@@ -97,12 +97,20 @@ fn random_mask(n: usize, density_pct: u64, seed: u64) -> Density {
 
 trait Oracle: GpuCurve {
     fn cpu(bases: &[Self::Affine], s: &[Scalar], mask: Option<&Density>) -> Self::Projective;
+    /// sppark's MSM where the baseline has one (G1, feature `sppark`).
+    fn sppark(bases: &[Self::Affine], s: &[Scalar]) -> Option<SpparkRun<Self::Projective>>;
     fn gpu(m: &GpuMsm, bases: &[Self::Affine], s: &[Scalar], mask: Option<&Density>) -> Result<Self::Projective, String>;
 }
 
 impl Oracle for G1 {
     fn cpu(bases: &[G1Affine], s: &[Scalar], mask: Option<&Density>) -> G1Projective {
         CpuMsm.msm_g1(bases, s, mask).expect("cpu msm")
+    }
+    fn sppark(bases: &[G1Affine], s: &[Scalar]) -> Option<SpparkRun<G1Projective>> {
+        #[cfg(feature = "sppark")]
+        return Some(sppark_g1(bases, s));
+        #[cfg(not(feature = "sppark"))]
+        return None;
     }
     fn gpu(m: &GpuMsm, bases: &[G1Affine], s: &[Scalar], mask: Option<&Density>) -> Result<G1Projective, String> {
         m.msm_g1(bases, s, mask).map_err(|e| e.to_string())
@@ -112,6 +120,9 @@ impl Oracle for G1 {
 impl Oracle for G2 {
     fn cpu(bases: &[G2Affine], s: &[Scalar], mask: Option<&Density>) -> G2Projective {
         CpuMsm.msm_g2(bases, s, mask).expect("cpu msm")
+    }
+    fn sppark(_: &[G2Affine], _: &[Scalar]) -> Option<SpparkRun<G2Projective>> {
+        None // the baseline wraps sppark's G1 only
     }
     fn gpu(m: &GpuMsm, bases: &[G2Affine], s: &[Scalar], mask: Option<&Density>) -> Result<G2Projective, String> {
         m.msm_g2(bases, s, mask).map_err(|e| e.to_string())
@@ -313,13 +324,25 @@ where
         {
             let cfg = GpuMsmConfig { stage_timing: true, ..Default::default() };
             let mt = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
-            mt.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+            // Twice: the first run allocates scratch between stages.
+            for _ in 0..2 {
+                mt.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+            }
             let st: Vec<String> = mt.last_stage_times().iter().map(|(n, t)| format!("{n} {t:.1}")).collect();
             r.bench.push(format!("     stages (ms) {} 2^{log_n} {mix:?}: {}", C::PREFIX, st.join(", ")));
             println!("{}", r.bench.last().expect("pushed"));
         }
-        for &c in sweep.iter().filter(|_| mix == Mix::Random) {
-            let cfg = GpuMsmConfig { window_bits: Some(c), ..Default::default() };
+        // Variants: forced window widths, and the inlined bucket addition.
+        let variants: Vec<(String, GpuMsmConfig)> = sweep
+            .iter()
+            .filter(|_| mix == Mix::Random)
+            .map(|&c| (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), ..Default::default() }))
+            .chain(std::iter::once((
+                "inlined bucket add".to_string(),
+                GpuMsmConfig { inline_bucket_add: true, ..Default::default() },
+            )))
+            .collect();
+        for (c, cfg) in variants {
             let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
             let mut t = Vec::new();
             for _ in 0..2 {
@@ -327,10 +350,10 @@ where
                 let p = mc.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
                 t.push(start.elapsed().as_secs_f64() * 1e3);
                 if p != ours {
-                    r.check(format!("msm {} 2^{log_n} c={c} equals the default run", C::PREFIX), false);
+                    r.check(format!("msm {} 2^{log_n} {c} equals the default run", C::PREFIX), false);
                 }
             }
-            r.bench.push(format!("     window sweep {} 2^{log_n}: c={c} {:.1} ms", C::PREFIX, t[1]));
+            r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {:.1} ms", C::PREFIX, t[1]));
             println!("{}", r.bench.last().expect("pushed"));
         }
         drop((d_b, d_s));
@@ -353,10 +376,11 @@ where
             let want = C::cpu(&bases_for_cpu, &s, None);
             r.check(format!("msm {} 2^{log_n} {mix:?}: ours == blst (CPU)", C::PREFIX), want == ours);
         }
+        let sppark = sppark_times::<C>(r, &bases_for_cpu, &s, log_n, mix, &ours)?;
         let speed = ec_ms.parse::<f64>().map(|x| format!("{:.1}x", x / (resident + up_ms))).unwrap_or("-".into());
         r.bench.push(format!(
-            "{:>4} {:>6} {:>8} | {:>12.1} {:>12.1} {:>14.1} | {:>14} {:>8}",
-            C::PREFIX, log_n, format!("{mix:?}"), resident, up_ms, resident + up_ms, ec_ms, speed
+            "{:>4} {:>6} {:>8} | {:>12.1} {:>12.1} {:>14.1} | {:>14} {:>8} | {:>16} {:>16}",
+            C::PREFIX, log_n, format!("{mix:?}"), resident, up_ms, resident + up_ms, ec_ms, speed, sppark.0, sppark.1
         ));
         println!("{}", r.bench.last().expect("pushed"));
     }
@@ -375,11 +399,49 @@ pub fn bench(
     sweep: &[u32],
 ) -> Result<(), String> {
     r.bench.push(format!(
-        "{:>4} {:>6} {:>8} | {:>12} {:>12} {:>14} | {:>14} {:>8}",
-        "msm", "log_n", "scalars", "resident ms", "upload ms", "ours+upload", "ec-gpu-gen ms", "speedup"
+        "{:>4} {:>6} {:>8} | {:>12} {:>12} {:>14} | {:>14} {:>8} | {:>16} {:>16}",
+        "msm", "log_n", "scalars", "resident ms", "upload ms", "ours+upload", "ec-gpu-gen ms", "speedup",
+        "sppark ms (pts res)", "sppark ms (all up)"
     ));
     bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true, sweep)?;
     bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true, &[])?;
     bench_curve::<G2>(&gpu, r, g2_sizes, Mix::Random, true, sweep)?;
     Ok(())
+}
+
+/// sppark's G1 MSM on the same data (G1 only): times with the points
+/// resident (sppark uploads the scalars; median of 3) and with everything
+/// uploaded (one run), checked against ours.
+fn sppark_times<C: Oracle>(
+    r: &mut Report,
+    bases: &[C::Affine],
+    s: &[Scalar],
+    log_n: u32,
+    mix: Mix,
+    ours: &C::Projective,
+) -> Result<(String, String), String> {
+    let Some(res) = C::sppark(bases, s) else {
+        return Ok(("-".into(), "-".into()));
+    };
+    let (resident, resident_ms, all, all_ms) = res?;
+    r.check(format!("msm {} 2^{log_n} {mix:?}: ours == sppark", C::PREFIX), resident == *ours && all == *ours);
+    Ok((format!("{resident_ms:.1}"), format!("{all_ms:.1}")))
+}
+
+/// (result with points resident, its median ms, result with all uploaded, ms).
+type SpparkRun<P> = Result<(P, f64, P, f64), String>;
+
+#[cfg(feature = "sppark")]
+fn sppark_g1(bases: &[G1Affine], s: &[Scalar]) -> SpparkRun<G1Projective> {
+    let prepared = c2_sppark_baseline::PreparedG1::new(bases)?;
+    let (mut t, mut res) = (Vec::new(), G1Projective::identity());
+    for _ in 0..3 {
+        let start = Instant::now();
+        res = prepared.msm(s)?;
+        t.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    drop(prepared);
+    let start = Instant::now();
+    let all = c2_sppark_baseline::g1_msm(bases, s)?;
+    Ok((res, median(t), all, start.elapsed().as_secs_f64() * 1e3))
 }

@@ -122,6 +122,9 @@ pub struct GpuMsmConfig {
     pub force_streaming: bool,
     /// Threads the bucket kernels aim to run at once (segments, chunks).
     pub target_threads: usize,
+    /// Bucket accumulation with the mixed addition inlined into its loop
+    /// (`c2_*_msm_accumulate_inl`) instead of called.
+    pub inline_bucket_add: bool,
     /// Record CUDA events between the stages of every MSM; read them with
     /// [`GpuMsm::last_stage_times`] (costs a few microseconds per stage).
     pub stage_timing: bool,
@@ -138,6 +141,7 @@ impl Default for GpuMsmConfig {
             // 132 SMs x ~1000 resident threads on an H200.
             target_threads: 1 << 17,
             stage_timing: false,
+            inline_bucket_add: false,
         }
     }
 }
@@ -180,6 +184,7 @@ struct Kernels {
 /// The curve-dependent kernels of one group.
 struct CurveKernels {
     accumulate: Kernel,
+    accumulate_inline: Kernel,
     fixup: Kernel,
     reduce: Kernel,
     sum_groups: Kernel,
@@ -192,6 +197,7 @@ impl CurveKernels {
         let k = |s: &str| gpu.kernel(&format!("c2_{prefix}_{s}"));
         Ok(Self {
             accumulate: k("msm_accumulate")?,
+            accumulate_inline: k("msm_accumulate_inl")?,
             fixup: k("msm_fixup")?,
             reduce: k("msm_reduce")?,
             sum_groups: k("msm_sum_groups")?,
@@ -233,9 +239,20 @@ impl WindowPlan {
 /// addition per (scalar, window) plus ~3 full additions per bucket
 /// (fix-up, running sum, total sum; a full XYZZ addition costs ~1.4 mixed
 /// ones).
-fn plan_cost(m: usize, c: u32) -> f64 {
+fn plan_cost(m: usize, c: u32, bucket_weight: f64) -> f64 {
     let windows = (255 / c + 1) as f64;
-    windows * (m as f64 + 4.0 * (1u64 << (c - 1)) as f64)
+    windows * (m as f64 + bucket_weight * (1u64 << (c - 1)) as f64)
+}
+
+/// Cost of one bucket (fix-up, running sums, chunk scaling) in mixed
+/// additions, measured on the H200 (2026-11-30): ~4 for G1; ~12 for G2,
+/// where c = 13 beat c = 16 at 2^20 (110 vs 133 ms) but lost at 2^24.
+fn bucket_weight(xyzz_bytes: usize) -> f64 {
+    if xyzz_bytes > 192 {
+        12.0
+    } else {
+        4.0
+    }
 }
 
 /// Chooses c (2..=16) by [`plan_cost`], then how many windows fit a pass.
@@ -250,7 +267,10 @@ pub fn plan_windows(
     let c = match forced {
         Some(c) if (2..=24).contains(&c) => c,
         Some(c) => return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=24") }),
-        None => (2..=16).min_by(|&a, &b| plan_cost(m, a).total_cmp(&plan_cost(m, b))).unwrap_or(16),
+        None => {
+            let w = bucket_weight(xyzz_bytes);
+            (2..=16).min_by(|&a, &b| plan_cost(m, a, w).total_cmp(&plan_cost(m, b, w))).unwrap_or(16)
+        }
     };
     let windows = 255 / c + 1;
     let per_window = pass_bytes(m, 1 << (c - 1), 1, xyzz_bytes, threads);
@@ -772,7 +792,8 @@ impl GpuMsm {
                 let tail = scratch.tail.get(g, nseg * xw).map_err(e)?.device_ptr();
                 // SAFETY: kernels stay within nbk buckets and nseg segments.
                 unsafe {
-                    kc.accumulate.launch_u64(
+                    let k = if self.config.inline_bucket_add { &kc.accumulate_inline } else { &kc.accumulate };
+                    k.launch_u64(
                         s,
                         grid(nseg, CURVE_THREADS),
                         CURVE_THREADS,
