@@ -338,8 +338,8 @@ where
             .filter(|_| mix == Mix::Random)
             .map(|&c| (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), ..Default::default() }))
             .chain(std::iter::once((
-                "inlined bucket add".to_string(),
-                GpuMsmConfig { inline_bucket_add: true, ..Default::default() },
+                "called (not inlined) bucket add".to_string(),
+                GpuMsmConfig { inline_bucket_add: false, ..Default::default() },
             )))
             .collect();
         for (c, cfg) in variants {
