@@ -72,6 +72,9 @@ fn print_report(r: &ProofReport) {
             s.msm_b_g2.as_secs_f64(),
             p.prove.as_secs_f64(),
         );
+        if let Some(why) = &p.retried_after {
+            eprintln!("     partition {} was proved again on the retry backend after: {why}", p.partition);
+        }
     }
     eprintln!(
         "load params {:.3}s | check vanilla {:.3}s | synth+prove pipeline {:.3}s | verify {:.3}s | total {:.3}s (seconds)",

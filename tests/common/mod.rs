@@ -82,3 +82,54 @@ impl Circuit<Scalar> for Synthetic {
         Ok(())
     }
 }
+
+/// A PoRep-shaped instance over [`Synthetic`] circuits: `partitions`
+/// partitions with witnesses x = k + 2, parameters in about a second. For
+/// tests of the flow (pipeline, retries) that do not need StackedDrg.
+pub struct SyntheticInstance {
+    /// Partitions.
+    pub partitions: usize,
+    /// Multiplication rounds per circuit.
+    pub rounds: usize,
+}
+
+impl SyntheticInstance {
+    fn circuit(&self, k: usize) -> Synthetic {
+        Synthetic { x: Some(Scalar::from(k as u64 + 2)), rounds: self.rounds }
+    }
+}
+
+impl porep_c2::PorepInstance for SyntheticInstance {
+    fn num_partitions(&self) -> usize {
+        self.partitions
+    }
+    fn sector_size(&self) -> u64 {
+        0
+    }
+    fn parameter_id(&self) -> &str {
+        "synthetic-test-circuit"
+    }
+    fn check_vanilla_proofs(&self) -> Result<(), c2_synth::SynthError> {
+        Ok(())
+    }
+    fn synthesize_partition(&self, k: usize) -> Result<porep_c2::Synthesized, c2_synth::SynthError> {
+        if k >= self.partitions {
+            return Err(c2_synth::SynthError::NoSuchPartition { k, count: self.partitions });
+        }
+        c2_synth::synthesize(self.circuit(k))
+            .map_err(|source| c2_synth::SynthError::Synthesis { partition: k, source })
+    }
+    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, c2_synth::SynthError> {
+        Ok(vec![self.circuit(k).output()])
+    }
+    fn generate_parameters(
+        &self,
+        mut rng: &mut dyn rand::RngCore,
+    ) -> Result<Parameters<Bls12>, c2_synth::SynthError> {
+        bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
+            Synthetic { x: None, rounds: self.rounds },
+            &mut rng,
+        )
+        .map_err(|source| c2_synth::SynthError::Synthesis { partition: 0, source })
+    }
+}

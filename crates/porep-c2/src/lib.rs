@@ -79,6 +79,11 @@ pub struct ProverConfig {
     /// NTT and MSM implementations. Default: CPU ([`ProverConfig::from_env`]
     /// picks [`Backend::auto`]).
     pub backend: Backend,
+    /// Where a partition goes when `backend` fails with a device error
+    /// ([`Error::is_backend_failure`]): it is synthesized again and proved
+    /// there, so a GPU fault costs time, not the proof. Default: the CPU.
+    /// `None`: the error is returned.
+    pub retry_backend: Option<Backend>,
 }
 
 impl Default for ProverConfig {
@@ -90,6 +95,7 @@ impl Default for ProverConfig {
             check_vanilla_proofs: true,
             pipeline: PipelineConfig::default(),
             backend: Backend::default(),
+            retry_backend: Some(Backend::cpu()),
         }
     }
 }
@@ -156,6 +162,18 @@ pub enum Error {
     /// A pipeline worker panicked.
     #[error("pipeline: {0}")]
     Pipeline(String),
+}
+
+impl Error {
+    /// True for failures of a stage backend itself (a GPU error, an
+    /// injected fault), as opposed to bad input: the partition can be
+    /// retried on another backend.
+    pub fn is_backend_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Ntt(c2_ntt::NttError::Backend { .. }) | Error::Msm(c2_msm::MsmError::Backend { .. })
+        )
+    }
 }
 
 /// Parses a C1 output from filecoin-proofs-api's JSON (what Lotus and Curio

@@ -32,8 +32,11 @@ pub struct PartitionReport {
     pub queue_wait: Duration,
     /// Proving wall time (NTT + MSMs + assembly).
     pub prove: Duration,
-    /// The proving time by step.
+    /// The proving time by step (of the run that produced the proof).
     pub steps: ProveTimings,
+    /// When the primary backend failed and the partition was synthesized
+    /// again and proved on `ProverConfig::retry_backend`: the failure.
+    pub retried_after: Option<String>,
 }
 
 /// What a whole proof cost.
@@ -164,8 +167,19 @@ pub fn prove_instance(
     let consumer = |k: usize, s: c2_synth::Synthesized| -> Result<_, Error> {
         let shape = (s.num_constraints(), s.num_aux());
         let (r, s_blind) = blinding[k];
-        let (proof, steps) = prove_synthesized(s, params, r, s_blind, backend)?;
-        Ok((proof, shape, steps))
+        match prove_synthesized(s, params, r, s_blind, backend) {
+            Ok((proof, steps)) => Ok((proof, shape, steps, None)),
+            Err(e) if e.is_backend_failure() && config.retry_backend.is_some() => {
+                let retry = config.retry_backend.as_ref().expect("checked");
+                log::warn!("porep-c2: partition {k}: {e}; synthesizing it again and proving on {retry:?}");
+                // Synthesis consumed its vectors in the failed run; it is
+                // deterministic, so a second run gives the same circuit.
+                let again = instance.synthesize_partition(k)?;
+                let (proof, steps) = prove_synthesized(again, params, r, s_blind, retry)?;
+                Ok((proof, shape, steps, Some(e.to_string())))
+            }
+            Err(e) => Err(e),
+        }
     };
     let out = Pipeline::new(config.pipeline.clone())
         .run(partitions, |k| instance.synthesize_partition(k).map_err(Error::from), vec![consumer])
@@ -176,7 +190,7 @@ pub fn prove_instance(
     report.pipeline = out.wall;
 
     let mut proofs: Vec<Proof<Bls12>> = Vec::with_capacity(partitions);
-    for (k, ((proof, (constraints, aux), steps), timing)) in
+    for (k, ((proof, (constraints, aux), steps, retried_after), timing)) in
         out.results.into_iter().zip(out.timings).enumerate()
     {
         report.partitions.push(PartitionReport {
@@ -187,6 +201,7 @@ pub fn prove_instance(
             queue_wait: timing.queue_wait,
             prove: timing.consume,
             steps,
+            retried_after,
         });
         proofs.push(proof);
     }

@@ -1,0 +1,120 @@
+//! Fault tests (CPU only, run in CI): a stage backend that fails mid-proof,
+//! as a GPU can, must cost time but not the proof. The failed partition is
+//! synthesized again and proved on `retry_backend`; the bytes equal a clean
+//! run's for the same (r, s), and the proof verifies.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
+use c2_msm::{CpuMsm, Density, Msm, MsmError};
+use c2_ntt::{CpuNtt, Ntt, NttError};
+use common::SyntheticInstance;
+use ff::Field;
+use porep_c2::{prove_instance, Backend, Error, PorepInstance, ProverConfig};
+use rand::SeedableRng;
+
+/// CpuMsm that fails its `fail_at`-th call (0-based) like a GPU would.
+struct FlakyMsm {
+    calls: AtomicUsize,
+    fail_at: usize,
+}
+
+impl FlakyMsm {
+    fn injected(&self) -> Result<(), MsmError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == self.fail_at {
+            return Err(MsmError::Backend { backend: "flaky", message: "injected device fault".into() });
+        }
+        Ok(())
+    }
+}
+
+impl Msm for FlakyMsm {
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+    fn msm_g1(&self, b: &[G1Affine], s: &[Scalar], m: Option<&Density>) -> Result<G1Projective, MsmError> {
+        self.injected()?;
+        CpuMsm.msm_g1(b, s, m)
+    }
+    fn msm_g2(&self, b: &[G2Affine], s: &[Scalar], m: Option<&Density>) -> Result<G2Projective, MsmError> {
+        self.injected()?;
+        CpuMsm.msm_g2(b, s, m)
+    }
+}
+
+/// CpuNtt that fails its first call.
+struct FlakyNtt(AtomicUsize);
+
+impl Ntt for FlakyNtt {
+    fn name(&self) -> &'static str {
+        "flaky"
+    }
+    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, NttError> {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            return Err(NttError::Backend { backend: "flaky", message: "injected device fault".into() });
+        }
+        CpuNtt.compute_h(a, b, c)
+    }
+}
+
+fn setup() -> (SyntheticInstance, bellperson::groth16::Parameters<blstrs::Bls12>, Vec<(Scalar, Scalar)>) {
+    let instance = SyntheticInstance { partitions: 3, rounds: 200 };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
+    let params = instance.generate_parameters(&mut rng).expect("parameters");
+    let pairs = (0..3).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    (instance, params, pairs)
+}
+
+fn config(backend: Backend) -> ProverConfig {
+    ProverConfig { backend, ..ProverConfig::default() }
+}
+
+#[test]
+fn a_failed_msm_is_retried_and_the_proof_is_unchanged() {
+    let (instance, params, pairs) = setup();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    // Each partition runs 8 MSMs (H, L, A×2, B_G1×2, B_G2×2): call 11 is
+    // partition 1's A aux part, in the middle of a proof.
+    let flaky = Backend { ntt: Arc::new(CpuNtt), msm: Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 11 }) };
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(flaky)).unwrap();
+    assert_eq!(bytes, clean, "retried proof differs from the clean one");
+    let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
+    assert_eq!(retried.len(), 1, "{:?}", report.partitions);
+    assert!(retried[0].contains("injected device fault"), "{}", retried[0]);
+}
+
+#[test]
+fn a_failed_ntt_is_retried_and_the_proof_is_unchanged() {
+    let (instance, params, pairs) = setup();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let flaky = Backend { ntt: Arc::new(FlakyNtt(AtomicUsize::new(0))), msm: Arc::new(CpuMsm) };
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(flaky)).unwrap();
+    assert_eq!(bytes, clean);
+    assert_eq!(report.partitions.iter().filter(|p| p.retried_after.is_some()).count(), 1);
+}
+
+#[test]
+fn without_a_retry_backend_the_fault_is_a_typed_error() {
+    let (instance, params, pairs) = setup();
+    let flaky = Backend { ntt: Arc::new(CpuNtt), msm: Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 3 }) };
+    let cfg = ProverConfig { retry_backend: None, ..config(flaky) };
+    match prove_instance(&instance, &params, &pairs, &cfg) {
+        Err(e @ Error::Msm(MsmError::Backend { .. })) => assert!(e.is_backend_failure()),
+        other => panic!("expected the injected MSM error, got {other:?}"),
+    }
+}
+
+#[test]
+fn bad_input_is_not_retried() {
+    // Parameters of another circuit: a typed mismatch, never a retry.
+    let (instance, _, pairs) = setup();
+    let other = SyntheticInstance { partitions: 3, rounds: 50 };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(1);
+    let wrong = other.generate_parameters(&mut rng).unwrap();
+    let err = prove_instance(&instance, &wrong, &pairs, &config(Backend::cpu())).unwrap_err();
+    assert!(matches!(err, Error::ParamsMismatch { .. }), "{err:?}");
+    assert!(!err.is_backend_failure());
+}
