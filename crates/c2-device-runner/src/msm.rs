@@ -356,6 +356,27 @@ where
             r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {:.1} ms", C::PREFIX, t[1]));
             println!("{}", r.bench.last().expect("pushed"));
         }
+        // Bases from (pageable) host memory: uploaded whole, then computed,
+        // vs streamed in 4 chunks with the next upload overlapping.
+        if mix == Mix::Random && log_n >= 24 {
+            for (label, cfg) in [
+                ("host bases, whole upload", GpuMsmConfig::default()),
+                ("host bases, 4 streamed chunks", GpuMsmConfig { force_streaming: true, stream_chunk: n / 4, ..Default::default() }),
+            ] {
+                let mh = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
+                let mut t = Vec::new();
+                for _ in 0..2 {
+                    let start = Instant::now();
+                    let p = mh.msm_host_bases::<C>(&bases, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+                    t.push(start.elapsed().as_secs_f64() * 1e3);
+                    if p != ours {
+                        r.check(format!("msm {} 2^{log_n} {label} equals the resident run", C::PREFIX), false);
+                    }
+                }
+                r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {label} (pageable) {:.1} ms", C::PREFIX, t[1]));
+                println!("{}", r.bench.last().expect("pushed"));
+            }
+        }
         drop((d_b, d_s));
         let bases_for_cpu = Arc::new(bases);
         let (ec_ms, same) = match ec.as_mut() {

@@ -603,8 +603,12 @@ impl GpuMsm {
 
     /// MSM with bases in host memory: uploaded whole when they fit the
     /// budget (and streaming is not forced), else streamed in chunks of
-    /// `config.stream_chunk` bases through two device slots, the upload of
-    /// chunk k + 1 overlapping the kernels of chunk k.
+    /// `config.stream_chunk` bases through two device slots. A helper thread
+    /// uploads chunk k + 1 on the copy stream while this thread runs chunk
+    /// k's kernels (a copy from pageable memory blocks its calling thread
+    /// while the driver stages it, so the overlap needs the second thread;
+    /// from pinned memory the copy is asynchronous anyway). Events order the
+    /// slots: an upload waits until the kernels that read its slot are done.
     pub fn msm_host_bases<C: GpuCurve>(
         &self,
         bases: &[C::Affine],
@@ -612,43 +616,71 @@ impl GpuMsm {
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
         let n = check_shape_device(C::PREFIX, bases.len(), scalars.len(), mask)?;
+        if n == 0 {
+            return Ok(C::Projective::identity());
+        }
         let bases = &bases[..n];
         let point = std::mem::size_of::<C::Affine>();
         let chunk = if self.config.force_streaming || n * point > self.budget()? / 2 {
             self.config.stream_chunk.max(1)
         } else {
-            n.max(1)
+            n
         };
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let chunks: Vec<(usize, usize)> = (0..n).step_by(chunk).map(|lo| (lo, (lo + chunk).min(n))).collect();
-        let mut total = C::Projective::identity();
-        // Queue chunk 0, then per chunk: queue the next upload, run this one.
-        let upload = |k: usize, streams: &mut Streams, scratch: &mut Scratch| -> Result<u64, MsmError> {
-            let (lo, hi) = chunks[k];
-            let slot = scratch.stream_bases[k % 2].get::<C::Affine>(&self.gpu, chunk).map_err(gpu_err)?;
-            let ptr = slot.device_ptr();
-            streams.copy.wait(&streams.free[k % 2]).map_err(gpu_err)?;
-            slot.upload_async(0, &bases[lo..hi], &streams.copy).map_err(gpu_err)?;
-            streams.ready[k % 2].record(&streams.copy).map_err(gpu_err)?;
-            Ok(ptr)
-        };
-        // Make the first waits on `free` pass: record them on an idle stream.
+        // Both slots allocated up front: no allocation (and its implicit
+        // device synchronisation) inside the loop.
+        let mut slots = std::mem::take(&mut scratch.stream_bases);
+        for slot in slots.iter_mut().take(chunks.len().min(2)) {
+            slot.get::<C::Affine>(&self.gpu, chunk).map_err(gpu_err)?;
+        }
+        // Make the first waits on `free` pass.
         for e in &streams.free {
             e.record(&streams.compute).map_err(gpu_err)?;
         }
-        let mut next_ptr = if chunks.is_empty() { None } else { Some(upload(0, streams, scratch)?) };
-        for k in 0..chunks.len() {
-            let ptr = next_ptr.take().expect("queued");
-            if k + 1 < chunks.len() {
-                next_ptr = Some(upload(k + 1, streams, scratch)?);
+        let streams: &Streams = streams;
+        let gpu = &self.gpu;
+        let upload = |k: usize, slot: &mut AnySlot| -> Result<u64, MsmError> {
+            let (lo, hi) = chunks[k];
+            let buf = slot.get::<C::Affine>(gpu, chunk).map_err(gpu_err)?;
+            streams.copy.wait(&streams.free[k % 2]).map_err(gpu_err)?;
+            buf.upload_async(0, &bases[lo..hi], &streams.copy).map_err(gpu_err)?;
+            streams.ready[k % 2].record(&streams.copy).map_err(gpu_err)?;
+            Ok(buf.device_ptr())
+        };
+        let result = std::thread::scope(|sc| -> Result<C::Projective, MsmError> {
+            let [s0, s1] = &mut slots;
+            let mut idle: [Option<&mut AnySlot>; 2] = [Some(s0), Some(s1)];
+            let mut total = C::Projective::identity();
+            let mut ptr = upload(0, idle[0].as_deref_mut().expect("slot 0"))?;
+            for k in 0..chunks.len() {
+                // Chunk k + 1 uploads on a helper thread into the other slot.
+                let pending = match idle[(k + 1) % 2].take() {
+                    Some(slot) if k + 1 < chunks.len() => Some(sc.spawn(move || (upload(k + 1, slot), slot))),
+                    other => {
+                        idle[(k + 1) % 2] = other;
+                        None
+                    }
+                };
+                streams.compute.wait(&streams.ready[k % 2]).map_err(gpu_err)?;
+                let range = BaseRange { ptr, lo: chunks[k].0, hi: chunks[k].1 };
+                let part = self.run::<C>(streams, scratch, &range, scalars, mask);
+                streams.free[k % 2].record(&streams.compute).map_err(gpu_err)?;
+                if let Some(h) = pending {
+                    let (next, slot) = h.join().map_err(|_| MsmError::Backend {
+                        backend: "cuda",
+                        message: "base upload thread panicked".into(),
+                    })?;
+                    idle[(k + 1) % 2] = Some(slot);
+                    ptr = next?;
+                }
+                total += part?;
             }
-            streams.compute.wait(&streams.ready[k % 2]).map_err(gpu_err)?;
-            let range = BaseRange { ptr, lo: chunks[k].0, hi: chunks[k].1 };
-            total += self.run::<C>(streams, scratch, &range, scalars, mask)?;
-            streams.free[k % 2].record(&streams.compute).map_err(gpu_err)?;
-        }
-        streams.compute.synchronize().map_err(gpu_err)?;
-        Ok(total)
+            streams.compute.synchronize().map_err(gpu_err)?;
+            Ok(total)
+        });
+        scratch.stream_bases = slots;
+        result
     }
 
     /// Uploads scalars (pageable host memory; the driver stages them).
@@ -663,7 +695,7 @@ impl GpuMsm {
     /// One Pippenger over the bases `range.lo..range.hi` (at `range.ptr`).
     fn run<C: GpuCurve>(
         &self,
-        streams: &mut Streams,
+        streams: &Streams,
         scratch: &mut Scratch,
         range: &BaseRange,
         scalars: DeviceScalars<'_>,
