@@ -7,6 +7,7 @@
 //! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
+//!     [--only partition --partition-scale 1|2|4|8 --partitions K]  (32 GiB-shaped partition)
 //! ```
 //! Exit status 0 only when every differential check passed; with no GPU it
 //! says so and exits 2 (a skip, never a silent pass).
@@ -22,6 +23,7 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 
 mod msm;
+mod partition;
 
 struct Report {
     checks: Vec<(String, bool)>,
@@ -380,6 +382,10 @@ fn main() {
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let run_ntt = only.as_deref().is_none_or(|o| o == "ntt");
     let run_msm = only.as_deref().is_none_or(|o| o == "msm");
+    // --only partition: the 32 GiB-shaped partition bench alone.
+    let run_partition = only.as_deref() == Some("partition");
+    let partition_scale = list("--partition-scale", &[1]).first().copied().unwrap_or(1) as usize;
+    let partitions = list("--partitions", &[2]).first().copied().unwrap_or(2) as usize;
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -425,6 +431,11 @@ fn main() {
     if !skip_bench && run_msm {
         if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep, &msm_sweep) {
             report.check(format!("msm benchmarks aborted: {e}"), false);
+        }
+    }
+    if run_partition {
+        if let Err(e) = partition::bench(gpu.clone(), &mut report, partition_scale, partitions) {
+            report.check(format!("partition bench aborted: {e}"), false);
         }
     }
     if !skip_bench && run_ntt {

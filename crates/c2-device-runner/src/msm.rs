@@ -90,6 +90,15 @@ where
     out
 }
 
+/// n distinct random points without infinity (benchmark pools).
+pub(crate) fn pool_points<P>(n: usize) -> Vec<P::AffineRepr>
+where
+    P: Group + Curve + Send + Sync,
+    P::AffineRepr: PrimeCurveAffine + Send + Sync,
+{
+    points::<P>(n, 0x5eed, false)
+}
+
 fn random_mask(n: usize, density_pct: u64, seed: u64) -> Density {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     Density::from_bools((0..n).map(|_| rng.gen_range(0..100) < density_pct))
@@ -228,7 +237,7 @@ where
     let mut d_b = gpu.alloc::<C::Affine>(n).map_err(|e| e.to_string())?;
     d_b.upload_async(0, &all[..n], &stream).map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())?;
-    let got = m.msm_device::<C>(&d_b, DeviceScalars::Canonical(&d_s), None).map_err(|e| e.to_string())?;
+    let got = m.msm_device::<C>(&d_b, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
     r.check(format!("msm {} n={n} device-resident, canonical scalars", C::PREFIX), got == want);
     Ok(())
 }
@@ -311,7 +320,7 @@ where
         };
         let run = |d_b: &DeviceBuffer<C::Affine>, d_s: &DeviceBuffer<Scalar>| -> Result<(f64, C::Projective), String> {
             let t = Instant::now();
-            let p = m.msm_device::<C>(d_b, DeviceScalars::Montgomery(d_s), None).map_err(|x| x.to_string())?;
+            let p = m.msm_device::<C>(d_b, DeviceScalars::montgomery(d_s), None).map_err(|x| x.to_string())?;
             Ok((t.elapsed().as_secs_f64() * 1e3, p))
         };
         let (_, ours) = run(&d_b, &d_s)?; // warm-up (scratch allocation)
@@ -326,7 +335,7 @@ where
             let mt = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
             // Twice: the first run allocates scratch between stages.
             for _ in 0..2 {
-                mt.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+                mt.msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None).map_err(|x| x.to_string())?;
             }
             let st: Vec<String> = mt.last_stage_times().iter().map(|(n, t)| format!("{n} {t:.1}")).collect();
             r.bench.push(format!("     stages (ms) {} 2^{log_n} {mix:?}: {}", C::PREFIX, st.join(", ")));
@@ -347,7 +356,7 @@ where
             let mut t = Vec::new();
             for _ in 0..2 {
                 let start = Instant::now();
-                let p = mc.msm_device::<C>(&d_b, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+                let p = mc.msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None).map_err(|x| x.to_string())?;
                 t.push(start.elapsed().as_secs_f64() * 1e3);
                 if p != ours {
                     r.check(format!("msm {} 2^{log_n} {c} equals the default run", C::PREFIX), false);
@@ -367,7 +376,7 @@ where
                 let mut t = Vec::new();
                 for _ in 0..2 {
                     let start = Instant::now();
-                    let p = mh.msm_host_bases::<C>(&bases, DeviceScalars::Montgomery(&d_s), None).map_err(|x| x.to_string())?;
+                    let p = mh.msm_host_bases::<C>(&bases, DeviceScalars::montgomery(&d_s), None).map_err(|x| x.to_string())?;
                     t.push(start.elapsed().as_secs_f64() * 1e3);
                     if p != ours {
                         r.check(format!("msm {} 2^{log_n} {label} equals the resident run", C::PREFIX), false);

@@ -10,6 +10,7 @@
 //! stream overlapping the current chunk's kernels.
 
 use std::any::Any;
+use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
@@ -66,41 +67,52 @@ impl GpuCurve for G2 {
     const PREFIX: &'static str = "g2";
 }
 
-/// Scalars on the device, in one of the two forms the MSM reads; the
-/// conversion to canonical integers happens in the split kernel.
+/// Scalars on the device, in one of the two forms the MSM reads (the
+/// conversion to canonical integers happens in the split kernel), possibly a
+/// prefix of a larger buffer (e.g. the `2^k − 1` coefficients of H in a
+/// `2^k` buffer).
 #[derive(Clone, Copy)]
-pub enum DeviceScalars<'a> {
-    /// `blstrs::Scalar`'s in-memory form (Montgomery), as synthesis makes
-    /// them.
-    Montgomery(&'a DeviceBuffer<Scalar>),
-    /// Canonical little-endian 256-bit integers (`Scalar::to_repr` as u64
-    /// words); values >= r are reduced.
-    Canonical(&'a DeviceBuffer<[u64; 4]>),
+pub struct DeviceScalars<'a> {
+    ptr: u64,
+    len: usize,
+    montgomery: bool,
+    _buffer: PhantomData<&'a ()>,
 }
 
-impl DeviceScalars<'_> {
+impl<'a> DeviceScalars<'a> {
+    /// `blstrs::Scalar`'s in-memory form (Montgomery), as synthesis makes
+    /// them.
+    pub fn montgomery(buffer: &'a DeviceBuffer<Scalar>) -> Self {
+        Self { ptr: buffer.device_ptr(), len: buffer.len(), montgomery: true, _buffer: PhantomData }
+    }
+
+    /// Canonical little-endian 256-bit integers (`Scalar::to_repr` as u64
+    /// words); values >= r are reduced.
+    pub fn canonical(buffer: &'a DeviceBuffer<[u64; 4]>) -> Self {
+        Self { ptr: buffer.device_ptr(), len: buffer.len(), montgomery: false, _buffer: PhantomData }
+    }
+
+    /// The first `len` scalars only (no-op when `len` is larger).
+    pub fn prefix(self, len: usize) -> Self {
+        Self { len: len.min(self.len), ..self }
+    }
+
     /// Number of scalars.
     pub fn len(&self) -> usize {
-        match self {
-            Self::Montgomery(b) => b.len(),
-            Self::Canonical(b) => b.len(),
-        }
+        self.len
     }
 
     /// True when there are none.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     fn ptr(&self) -> u64 {
-        match self {
-            Self::Montgomery(b) => b.device_ptr(),
-            Self::Canonical(b) => b.device_ptr(),
-        }
+        self.ptr
     }
 
-    fn montgomery(&self) -> u64 {
-        u64::from(matches!(self, Self::Montgomery(_)))
+    fn montgomery_flag(&self) -> u64 {
+        u64::from(self.montgomery)
     }
 }
 
@@ -731,7 +743,7 @@ impl GpuMsm {
                     n as u64,
                     mask_ptr,
                     rank_ptr,
-                    scalars.montgomery(),
+                    scalars.montgomery_flag(),
                     range.lo as u64,
                     range.hi as u64,
                     others,
@@ -992,7 +1004,7 @@ impl GpuMsm {
         }
         let d_scalars = self.upload_scalars(scalars)?;
         let d_mask = mask.map(|m| self.upload_density(m)).transpose()?;
-        self.msm_host_bases::<C>(&bases[..n], DeviceScalars::Montgomery(&d_scalars), d_mask.as_ref())
+        self.msm_host_bases::<C>(&bases[..n], DeviceScalars::montgomery(&d_scalars), d_mask.as_ref())
     }
 }
 
