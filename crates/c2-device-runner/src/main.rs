@@ -4,7 +4,7 @@
 //! ```text
 //! eval "$(scripts/cuda-toolchain.sh)"
 //! cargo build --release -p c2-device-runner
-//! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm]
+//! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm|facade|partition]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
 //!     [--only partition --partition-scale 1|2|4|8 --partitions K]  (32 GiB-shaped partition)
@@ -22,6 +22,7 @@ use ff::{Field, PrimeField};
 use rand::SeedableRng;
 use rayon::prelude::*;
 
+mod facade;
 mod msm;
 mod partition;
 
@@ -382,6 +383,8 @@ fn main() {
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let run_ntt = only.as_deref().is_none_or(|o| o == "ntt");
     let run_msm = only.as_deref().is_none_or(|o| o == "msm");
+    // --only facade: the tiny real sector, GPU vs CPU proof bytes.
+    let run_facade = only.as_deref().is_none_or(|o| o == "facade");
     // --only partition: the 32 GiB-shaped partition bench alone.
     let run_partition = only.as_deref() == Some("partition");
     let partition_scale = list("--partition-scale", &[1]).first().copied().unwrap_or(1) as usize;
@@ -431,6 +434,11 @@ fn main() {
     if !skip_bench && run_msm {
         if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep, &msm_sweep) {
             report.check(format!("msm benchmarks aborted: {e}"), false);
+        }
+    }
+    if run_facade {
+        if let Err(e) = facade::check(gpu.clone(), &mut report) {
+            report.check(format!("facade check aborted: {e}"), false);
         }
     }
     if run_partition {
