@@ -1,0 +1,238 @@
+//! Device memory for porep-c2, reserved once and sub-allocated.
+//!
+//! Prior art measured what goes wrong otherwise (DESIGN.md): freed
+//! stream-ordered pool memory that synchronous allocations cannot see (OOM
+//! with memory free), and `cudaFree`'s implicit device synchronisation
+//! serialising workers. So a device gets one reservation, sized from the
+//! driver's free memory minus a margin or from a configured cap, and every
+//! buffer of a proof is a range of it. Running out is a typed
+//! [`VramError::OutOfBudget`], never a driver OOM in the middle of a kernel
+//! sequence.
+//!
+//! [`RangeAllocator`] is the bookkeeping (first fit, coalescing, aligned);
+//! with the `cuda` feature, `VramPool` backs it with one device slab.
+#![deny(missing_docs)]
+
+use std::collections::BTreeMap;
+
+#[cfg(feature = "cuda")]
+mod pool;
+#[cfg(feature = "cuda")]
+pub use pool::{VramBlock, VramPool};
+
+/// Offsets handed out are multiples of this (cudaMalloc's own alignment;
+/// coalesced 128-byte accesses need at least that).
+pub const ALIGN: usize = 256;
+
+/// Errors of the VRAM budget.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum VramError {
+    /// The request does not fit what is free of the budget now.
+    #[error("device memory budget exhausted: {requested} bytes requested, {largest_free} free in one piece ({free} in all) of a {budget}-byte budget")]
+    OutOfBudget {
+        /// Bytes asked for (rounded up to [`ALIGN`]).
+        requested: usize,
+        /// The largest free range.
+        largest_free: usize,
+        /// All free bytes.
+        free: usize,
+        /// The budget.
+        budget: usize,
+    },
+    /// A zero-byte budget or a request that overflows.
+    #[error("invalid VRAM request: {0}")]
+    Invalid(String),
+    /// The device runtime failed (reserving the slab).
+    #[error(transparent)]
+    Gpu(#[from] c2_cuda::GpuError),
+}
+
+/// How much of a device a pool reserves.
+#[derive(Clone, Debug)]
+pub struct VramConfig {
+    /// Reserve at most this many bytes (e.g. 16 GiB to behave like a
+    /// smaller card); `None`: the driver's free memory minus `margin`.
+    pub cap: Option<usize>,
+    /// Left to the driver, other libraries and local memory of kernels.
+    pub margin: usize,
+}
+
+impl Default for VramConfig {
+    fn default() -> Self {
+        Self { cap: None, margin: 2 << 30 }
+    }
+}
+
+impl VramConfig {
+    /// The budget for a device with `free` bytes free now.
+    pub fn budget(&self, free: usize) -> usize {
+        let avail = free.saturating_sub(self.margin);
+        self.cap.map_or(avail, |c| c.min(avail)) / ALIGN * ALIGN
+    }
+}
+
+/// First-fit allocation of aligned ranges of `0..budget`, with free ranges
+/// merged on release. Pure bookkeeping: no memory behind it.
+#[derive(Debug)]
+pub struct RangeAllocator {
+    budget: usize,
+    /// Free ranges: offset -> length, never adjacent (merged on release).
+    free: BTreeMap<usize, usize>,
+    used: usize,
+}
+
+impl RangeAllocator {
+    /// A budget of `budget` bytes (rounded down to [`ALIGN`]).
+    pub fn new(budget: usize) -> Result<Self, VramError> {
+        let budget = budget / ALIGN * ALIGN;
+        if budget == 0 {
+            return Err(VramError::Invalid("budget below one aligned block".into()));
+        }
+        Ok(Self { budget, free: BTreeMap::from([(0, budget)]), used: 0 })
+    }
+
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Bytes handed out.
+    pub fn used(&self) -> usize {
+        self.used
+    }
+
+    /// The largest request that would succeed now.
+    pub fn largest_free(&self) -> usize {
+        self.free.values().copied().max().unwrap_or(0)
+    }
+
+    /// Reserves `bytes` (rounded up to [`ALIGN`]; zero takes one block so
+    /// every range has a distinct offset). Returns the offset and the
+    /// rounded length.
+    pub fn alloc(&mut self, bytes: usize) -> Result<(usize, usize), VramError> {
+        let len = bytes
+            .max(1)
+            .checked_next_multiple_of(ALIGN)
+            .ok_or_else(|| VramError::Invalid(format!("{bytes} bytes overflows")))?;
+        let hit = self.free.iter().find(|(_, &l)| l >= len).map(|(&o, &l)| (o, l));
+        let Some((off, free_len)) = hit else {
+            return Err(VramError::OutOfBudget {
+                requested: len,
+                largest_free: self.largest_free(),
+                free: self.budget - self.used,
+                budget: self.budget,
+            });
+        };
+        self.free.remove(&off);
+        if free_len > len {
+            self.free.insert(off + len, free_len - len);
+        }
+        self.used += len;
+        Ok((off, len))
+    }
+
+    /// Returns a range from [`RangeAllocator::alloc`]; merges it with free
+    /// neighbours. Panics on a range that is not allocated (a double free
+    /// is a bug in the caller, not a user error).
+    pub fn release(&mut self, offset: usize, len: usize) {
+        assert!(offset + len <= self.budget && len > 0, "release of {len} bytes at {offset} outside the budget");
+        let before = self.free.range(..=offset).next_back().map(|(&o, &l)| (o, l));
+        if let Some((o, l)) = before {
+            assert!(o + l <= offset, "double free of the range at {offset}");
+        }
+        if let Some((&o, _)) = self.free.range(offset..).next() {
+            assert!(offset + len <= o, "double free of the range at {offset}");
+        }
+        let (mut start, mut end) = (offset, offset + len);
+        if let Some((o, l)) = before.filter(|(o, l)| o + l == offset) {
+            self.free.remove(&o);
+            start = o;
+            let _ = l;
+        }
+        if let Some(l) = self.free.remove(&end) {
+            end += l;
+        }
+        self.free.insert(start, end - start);
+        self.used -= len;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn allocates_aligned_and_reports_exhaustion() {
+        let mut a = RangeAllocator::new(10 * ALIGN + 7).unwrap();
+        assert_eq!(a.budget(), 10 * ALIGN);
+        let (o1, l1) = a.alloc(1).unwrap();
+        let (o2, l2) = a.alloc(ALIGN + 1).unwrap();
+        assert_eq!((o1, l1, o2, l2), (0, ALIGN, ALIGN, 2 * ALIGN));
+        let e = a.alloc(8 * ALIGN).unwrap_err();
+        assert_eq!(e, VramError::OutOfBudget { requested: 8 * ALIGN, largest_free: 7 * ALIGN, free: 7 * ALIGN, budget: 10 * ALIGN });
+        assert!(e.to_string().contains("budget exhausted"), "{e}");
+        a.release(o1, l1);
+        a.release(o2, l2);
+        assert_eq!((a.used(), a.largest_free()), (0, 10 * ALIGN), "freed ranges merge back into one");
+        assert!(RangeAllocator::new(ALIGN - 1).is_err());
+    }
+
+    #[test]
+    fn fragmentation_is_reported_as_the_largest_piece() {
+        let mut a = RangeAllocator::new(4 * ALIGN).unwrap();
+        let r: Vec<_> = (0..4).map(|_| a.alloc(ALIGN).unwrap()).collect();
+        a.release(r[0].0, r[0].1);
+        a.release(r[2].0, r[2].1);
+        match a.alloc(2 * ALIGN) {
+            Err(VramError::OutOfBudget { largest_free, free, .. }) => assert_eq!((largest_free, free), (ALIGN, 2 * ALIGN)),
+            other => panic!("{other:?}"),
+        }
+        a.release(r[1].0, r[1].1); // merges 0..3
+        assert_eq!(a.alloc(3 * ALIGN).unwrap(), (0, 3 * ALIGN));
+    }
+
+    #[test]
+    #[should_panic(expected = "double free")]
+    fn double_free_is_caught() {
+        let mut a = RangeAllocator::new(4 * ALIGN).unwrap();
+        let (o, l) = a.alloc(ALIGN).unwrap();
+        a.release(o, l);
+        a.release(o, l);
+    }
+
+    /// Random alloc/free against a shadow model: ranges never overlap, stay
+    /// in the budget, and the accounting adds up.
+    #[test]
+    fn random_workload_never_overlaps() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let mut a = RangeAllocator::new(1 << 20).unwrap();
+        let mut live: Vec<(usize, usize)> = Vec::new();
+        for _ in 0..20_000 {
+            if live.is_empty() || rng.gen_bool(0.55) {
+                if let Ok(r) = a.alloc(rng.gen_range(0..40_000)) {
+                    assert!(r.0 % ALIGN == 0 && r.0 + r.1 <= a.budget());
+                    assert!(live.iter().all(|&(o, l)| r.0 + r.1 <= o || o + l <= r.0), "overlap");
+                    live.push(r);
+                }
+            } else {
+                let (o, l) = live.swap_remove(rng.gen_range(0..live.len()));
+                a.release(o, l);
+            }
+            assert_eq!(a.used(), live.iter().map(|r| r.1).sum::<usize>());
+        }
+        for (o, l) in live.drain(..) {
+            a.release(o, l);
+        }
+        assert_eq!(a.largest_free(), a.budget());
+    }
+
+    #[test]
+    fn budget_from_free_memory_margin_and_cap() {
+        let c = VramConfig { cap: Some(16 << 30), margin: 1 << 30 };
+        assert_eq!(c.budget(140 << 30), 16 << 30);
+        assert_eq!(c.budget(10 << 30), 9 << 30);
+        assert_eq!(c.budget(1 << 29), 0);
+        assert_eq!(VramConfig::default().budget(100 << 30), 98 << 30);
+    }
+}
