@@ -118,3 +118,35 @@ fn bad_input_is_not_retried() {
     assert!(matches!(err, Error::ParamsMismatch { .. }), "{err:?}");
     assert!(!err.is_backend_failure());
 }
+
+#[test]
+fn a_cancelled_proof_is_a_typed_error_and_memory_admission_is_enforced() {
+    use porep_c2::PipelineConfig;
+    let (instance, params, pairs) = setup();
+    let token = c2_sched::CancelToken::new();
+    token.cancel();
+    let cfg = ProverConfig {
+        pipeline: PipelineConfig { cancel: Some(token), ..Default::default() },
+        ..config(Backend::cpu())
+    };
+    assert!(matches!(prove_instance(&instance, &params, &pairs, &cfg), Err(Error::Cancelled)));
+    // A partition declared larger than the whole host budget: typed, no hang.
+    let cfg = ProverConfig {
+        pipeline: PipelineConfig {
+            host_budget: Some(c2_sched::HostBudget::new(1 << 20)),
+            item_bytes: 2 << 20,
+            ..Default::default()
+        },
+        ..config(Backend::cpu())
+    };
+    assert!(matches!(prove_instance(&instance, &params, &pairs, &cfg), Err(Error::HostMemory(_))));
+    // And within the budget the proof is the clean one.
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let budget = c2_sched::HostBudget::new(10 << 20);
+    let cfg = ProverConfig {
+        pipeline: PipelineConfig { host_budget: Some(budget.clone()), item_bytes: 4 << 20, synthesis_workers: 3, ..Default::default() },
+        ..config(Backend::cpu())
+    };
+    assert_eq!(prove_instance(&instance, &params, &pairs, &cfg).unwrap().0, clean);
+    assert_eq!(budget.used(), 0);
+}

@@ -8,6 +8,11 @@
 //! memory admission rule: at most `synthesis_workers + queue_depth + provers`
 //! items exist at once, whatever the number of partitions.
 //!
+//! Across pipelines (several proofs in flight), a shared [`HostBudget`]
+//! admits an item only when its host bytes fit: a producer waits for room
+//! before it starts, and the bytes come back when the consumer is done with
+//! the item. A [`CancelToken`] stops a run between items.
+//!
 //! The pipeline knows nothing about circuits: items and results are generic,
 //! so the same scheduler serves proofs, benchmarks and tests.
 //!
@@ -21,6 +26,7 @@
 #![deny(missing_docs)]
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::bounded;
@@ -34,12 +40,120 @@ pub struct PipelineConfig {
     pub synthesis_workers: usize,
     /// Finished items that may wait for a prover. Default 1.
     pub queue_depth: usize,
+    /// Host memory shared by every pipeline given the same budget (e.g. all
+    /// proofs of a process). `None`: no accounting.
+    pub host_budget: Option<Arc<HostBudget>>,
+    /// Host bytes one item holds from the start of its production until its
+    /// consumer returns, for [`Pipeline::run`] (a 32 GiB partition's
+    /// synthesized vectors are ~17 GB). 0: not counted.
+    pub item_bytes: usize,
+    /// Stops the run between items when cancelled.
+    pub cancel: Option<CancelToken>,
 }
 
 impl Default for PipelineConfig {
     fn default() -> Self {
-        Self { synthesis_workers: 1, queue_depth: 1 }
+        Self { synthesis_workers: 1, queue_depth: 1, host_budget: None, item_bytes: 0, cancel: None }
     }
+}
+
+/// A cancellation flag shared between the caller and running pipelines.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token that is not cancelled.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Cancels: running pipelines start no new item and return
+    /// [`SchedError::Cancelled`].
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// True once cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// A byte budget of host memory, shared (`Arc`) by the pipelines that
+/// should not together exceed it. Waiting is fair enough for our use: a
+/// waiter re-checks whenever bytes come back.
+#[derive(Debug)]
+pub struct HostBudget {
+    total: usize,
+    used: Mutex<usize>,
+    freed: Condvar,
+}
+
+/// Bytes held from a [`HostBudget`]; returned on drop.
+#[derive(Debug)]
+pub struct HostPermit {
+    budget: Arc<HostBudget>,
+    bytes: usize,
+}
+
+impl HostBudget {
+    /// A budget of `total` bytes.
+    pub fn new(total: usize) -> Arc<Self> {
+        Arc::new(Self { total, used: Mutex::new(0), freed: Condvar::new() })
+    }
+
+    /// The budget.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Bytes held now.
+    pub fn used(&self) -> usize {
+        *self.used.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until `bytes` fit, then holds them. Errors: more than the whole
+    /// budget ([`AdmissionError::TooLarge`], waiting would never end), or
+    /// `cancel` set while waiting ([`AdmissionError::Cancelled`]).
+    pub fn acquire(self: &Arc<Self>, bytes: usize, cancel: Option<&CancelToken>) -> Result<HostPermit, AdmissionError> {
+        if bytes > self.total {
+            return Err(AdmissionError::TooLarge { requested: bytes, budget: self.total });
+        }
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        while *used + bytes > self.total {
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                return Err(AdmissionError::Cancelled);
+            }
+            // Timed wait: a cancel does not notify the condition variable.
+            used = self.freed.wait_timeout(used, Duration::from_millis(20)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+        *used += bytes;
+        Ok(HostPermit { budget: self.clone(), bytes })
+    }
+}
+
+impl Drop for HostPermit {
+    fn drop(&mut self) {
+        let mut used = self.budget.used.lock().unwrap_or_else(|p| p.into_inner());
+        *used -= self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
+/// Why an item was not admitted.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum AdmissionError {
+    /// The item alone needs more than the budget.
+    #[error("an item of {requested} bytes exceeds the host memory budget of {budget} bytes")]
+    TooLarge {
+        /// Bytes the item needs.
+        requested: usize,
+        /// The whole budget.
+        budget: usize,
+    },
+    /// Cancelled while waiting for room.
+    #[error("cancelled while waiting for host memory")]
+    Cancelled,
 }
 
 /// Why a pipeline stopped.
@@ -59,6 +173,12 @@ pub enum SchedError<E> {
     /// No consumer was given.
     #[error("a pipeline needs at least one consumer")]
     NoConsumer,
+    /// The run was cancelled through its [`CancelToken`].
+    #[error("cancelled")]
+    Cancelled,
+    /// An item could never fit the host memory budget.
+    #[error(transparent)]
+    Admission(AdmissionError),
 }
 
 /// Wall-clock figures of one item's passage through the pipeline.
@@ -96,6 +216,8 @@ struct Produced<I> {
     item: I,
     produce: Duration,
     ready_at: Instant,
+    /// Host bytes held until the consumer is done with the item.
+    _permit: Option<HostPermit>,
 }
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
@@ -113,10 +235,32 @@ impl Pipeline {
 
     /// Runs items `0..jobs`: `produce(k)` on the synthesis workers, then
     /// `consumers[c](k, item)` on whichever consumer is free. Stops at the
-    /// first error (remaining items are not started) and returns it.
+    /// first error (remaining items are not started) and returns it. Every
+    /// item costs `config.item_bytes` of the host budget, if any.
     pub fn run<I, O, E, P, C>(
         &self,
         jobs: usize,
+        produce: P,
+        consumers: Vec<C>,
+    ) -> Result<PipelineOutput<O>, SchedError<E>>
+    where
+        I: Send,
+        O: Send,
+        E: Send,
+        P: Fn(usize) -> Result<I, E> + Sync,
+        C: FnMut(usize, I) -> Result<O, E> + Send,
+    {
+        let bytes = self.config.item_bytes;
+        self.run_admitted(jobs, |_| bytes, produce, consumers)
+    }
+
+    /// [`Pipeline::run`] with a host cost per item: item k holds `cost(k)`
+    /// bytes of `config.host_budget` from before its production until its
+    /// consumer returns.
+    pub fn run_admitted<I, O, E, P, C>(
+        &self,
+        jobs: usize,
+        cost: impl Fn(usize) -> usize + Sync,
         produce: P,
         consumers: Vec<C>,
     ) -> Result<PipelineOutput<O>, SchedError<E>>
@@ -133,6 +277,10 @@ impl Pipeline {
         let start = Instant::now();
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
+        let admission: Mutex<Option<AdmissionError>> = Mutex::new(None);
+        let cancel = self.config.cancel.as_ref();
+        let budget = self.config.host_budget.as_ref();
+        let cancelled = || cancel.is_some_and(CancelToken::is_cancelled);
         let (tx, rx) = bounded::<Produced<I>>(self.config.queue_depth);
         let (done_tx, done_rx) = crossbeam_channel::unbounded::<(usize, Result<(O, JobTiming), E>)>();
 
@@ -140,21 +288,35 @@ impl Pipeline {
             let mut handles = Vec::new();
             for w in 0..self.config.synthesis_workers.max(1) {
                 let (tx, done_tx) = (tx.clone(), done_tx.clone());
-                let (next, stop, produce) = (&next, &stop, &produce);
+                let (next, stop, produce, cost, admission) = (&next, &stop, &produce, &cost, &admission);
                 let h = std::thread::Builder::new()
                     .name(format!("c2-sched-synth-{w}"))
                     .spawn_scoped(s, move || loop {
-                        if stop.load(Ordering::Relaxed) {
+                        if stop.load(Ordering::Relaxed) || cancelled() {
                             break;
                         }
                         let index = next.fetch_add(1, Ordering::Relaxed);
                         if index >= jobs {
                             break;
                         }
+                        let permit = match budget.map(|b| b.acquire(cost(index), cancel)).transpose() {
+                            Ok(p) => p,
+                            Err(e) => {
+                                stop.store(true, Ordering::Relaxed);
+                                *admission.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                                break;
+                            }
+                        };
                         let t = Instant::now();
                         match produce(index) {
                             Ok(item) => {
-                                let p = Produced { index, item, produce: t.elapsed(), ready_at: Instant::now() };
+                                let p = Produced {
+                                    index,
+                                    item,
+                                    produce: t.elapsed(),
+                                    ready_at: Instant::now(),
+                                    _permit: permit,
+                                };
                                 if tx.send(p).is_err() {
                                     break;
                                 }
@@ -176,24 +338,26 @@ impl Pipeline {
                     .name(format!("c2-sched-prove-{ci}"))
                     .spawn_scoped(s, move || {
                         for p in rx.iter() {
-                            if stop.load(Ordering::Relaxed) {
+                            if stop.load(Ordering::Relaxed) || cancelled() {
                                 break;
                             }
                             let queue_wait = p.ready_at.elapsed();
                             let t = Instant::now();
-                            let r = consume(p.index, p.item).map(|o| {
+                            let Produced { index, item, produce, _permit, .. } = p;
+                            let r = consume(index, item).map(|o| {
                                 let timing = JobTiming {
-                                    produce: p.produce,
+                                    produce,
                                     queue_wait,
                                     consume: t.elapsed(),
                                     consumer: ci,
                                 };
                                 (o, timing)
                             });
+                            drop(_permit);
                             if r.is_err() {
                                 stop.store(true, Ordering::Relaxed);
                             }
-                            if done_tx.send((p.index, r)).is_err() {
+                            if done_tx.send((index, r)).is_err() {
                                 break;
                             }
                         }
@@ -231,6 +395,14 @@ impl Pipeline {
         if let Some((index, error)) = first_error {
             return Err(SchedError::Job { index, error });
         }
+        match admission.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            Some(AdmissionError::Cancelled) => return Err(SchedError::Cancelled),
+            Some(e) => return Err(SchedError::Admission(e)),
+            None => {}
+        }
+        if cancelled() && slots.iter().any(Option::is_none) {
+            return Err(SchedError::Cancelled);
+        }
         let mut results = Vec::with_capacity(jobs);
         let mut timings = Vec::with_capacity(jobs);
         for (index, slot) in slots.into_iter().enumerate() {
@@ -256,7 +428,7 @@ mod tests {
 
     #[test]
     fn results_come_back_in_index_order_with_many_workers() {
-        let p = Pipeline::new(PipelineConfig { synthesis_workers: 3, queue_depth: 2 });
+        let p = Pipeline::new(PipelineConfig { synthesis_workers: 3, queue_depth: 2, ..Default::default() });
         let consumers: Vec<_> = (0..2)
             .map(|_| {
                 |k: usize, x: usize| {
@@ -275,7 +447,7 @@ mod tests {
         // Live items never exceed workers + queue depth + consumers.
         let live = AtomicUsize::new(0);
         let peak = Mutex::new(0usize);
-        let cfg = PipelineConfig { synthesis_workers: 2, queue_depth: 1 };
+        let cfg = PipelineConfig { synthesis_workers: 2, queue_depth: 1, ..Default::default() };
         let out = Pipeline::new(cfg)
             .run(
                 12,
@@ -335,6 +507,116 @@ mod tests {
             }],
         );
         assert!(matches!(r, Err(SchedError::Panic(m)) if m.contains("boom")));
+    }
+
+    /// Counts live items (produced, not yet consumed) and their peak.
+    struct Live {
+        now: AtomicUsize,
+        peak: AtomicUsize,
+    }
+
+    impl Live {
+        fn new() -> Self {
+            Self { now: AtomicUsize::new(0), peak: AtomicUsize::new(0) }
+        }
+        fn up(&self) {
+            let n = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+            self.peak.fetch_max(n, Ordering::SeqCst);
+        }
+        fn down(&self) {
+            self.now.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    #[test]
+    fn host_budget_bounds_live_items_across_pipelines() {
+        // 25 bytes, 10 per item: at most 2 items alive in all, although two
+        // pipelines with 4 workers and queue 4 each would allow 18.
+        let budget = HostBudget::new(25);
+        let live = Live::new();
+        let cfg = PipelineConfig {
+            synthesis_workers: 4,
+            queue_depth: 4,
+            host_budget: Some(budget.clone()),
+            item_bytes: 10,
+            cancel: None,
+        };
+        std::thread::scope(|s| {
+            for _ in 0..2 {
+                let (cfg, live) = (cfg.clone(), &live);
+                s.spawn(move || {
+                    let out = Pipeline::new(cfg)
+                        .run(
+                            8,
+                            |k| {
+                                live.up();
+                                std::thread::sleep(Duration::from_millis(2));
+                                Ok::<_, ()>(k)
+                            },
+                            vec![|_k, x: usize| {
+                                std::thread::sleep(Duration::from_millis(3));
+                                live.down();
+                                Ok(x)
+                            }],
+                        )
+                        .unwrap();
+                    assert_eq!(out.results, (0..8).collect::<Vec<_>>());
+                });
+            }
+        });
+        let peak = live.peak.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&peak), "peak live items {peak}");
+        assert_eq!(budget.used(), 0, "every permit returned");
+    }
+
+    #[test]
+    fn an_item_larger_than_the_budget_is_a_typed_error() {
+        let cfg = PipelineConfig { host_budget: Some(HostBudget::new(100)), ..Default::default() };
+        let r = Pipeline::new(cfg).run_admitted(
+            3,
+            |k| if k == 1 { 101 } else { 10 },
+            Ok::<_, ()>,
+            vec![|_k, x: usize| Ok(x)],
+        );
+        assert_eq!(r.unwrap_err(), SchedError::Admission(AdmissionError::TooLarge { requested: 101, budget: 100 }));
+    }
+
+    #[test]
+    fn cancel_stops_between_items() {
+        let token = CancelToken::new();
+        let consumed = AtomicUsize::new(0);
+        let cfg = PipelineConfig { cancel: Some(token.clone()), ..Default::default() };
+        let r = Pipeline::new(cfg).run(100, Ok::<_, ()>, vec![|k, x: usize| {
+            consumed.fetch_add(1, Ordering::SeqCst);
+            if k == 3 {
+                token.cancel();
+            }
+            Ok(x)
+        }]);
+        assert_eq!(r.unwrap_err(), SchedError::Cancelled);
+        assert!(consumed.load(Ordering::SeqCst) < 10, "kept going after cancel");
+    }
+
+    #[test]
+    fn cancel_while_waiting_for_memory() {
+        let budget = HostBudget::new(10);
+        let held = budget.acquire(10, None).unwrap();
+        let token = CancelToken::new();
+        let cfg = PipelineConfig {
+            host_budget: Some(budget.clone()),
+            item_bytes: 5,
+            cancel: Some(token.clone()),
+            ..Default::default()
+        };
+        let canceller = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            token.cancel();
+        });
+        let r = Pipeline::new(cfg).run(3, Ok::<_, ()>, vec![|_k, x: usize| Ok(x)]);
+        canceller.join().unwrap();
+        assert_eq!(r.unwrap_err(), SchedError::Cancelled);
+        drop(held);
+        assert_eq!(budget.used(), 0);
     }
 
     #[test]

@@ -162,6 +162,13 @@ pub enum Error {
     /// A pipeline worker panicked.
     #[error("pipeline: {0}")]
     Pipeline(String),
+    /// The proof was cancelled (`ProverConfig::pipeline.cancel`).
+    #[error("proof cancelled")]
+    Cancelled,
+    /// A partition can never fit the host memory budget
+    /// (`ProverConfig::pipeline.host_budget` / `item_bytes`).
+    #[error(transparent)]
+    HostMemory(#[from] c2_sched::AdmissionError),
 }
 
 impl Error {

@@ -185,6 +185,8 @@ pub fn prove_instance(
         .run(partitions, |k| instance.synthesize_partition(k).map_err(Error::from), vec![consumer])
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
+            SchedError::Cancelled => Error::Cancelled,
+            SchedError::Admission(a) => Error::HostMemory(a),
             other => Error::Pipeline(other.to_string()),
         })?;
     report.pipeline = out.wall;
