@@ -587,7 +587,9 @@ impl GpuMsm {
 
     /// MSM with bases already on the device: `sum_i s_i * bases[j(i)]`
     /// (see [`Msm`] for the mask rule). `scalars` holds `n` scalars, or
-    /// `mask.len()` with a mask.
+    /// `mask.len()` with a mask. The MSM runs on this instance's own stream:
+    /// uploads or kernels that write `bases` or `scalars` on another stream
+    /// must be complete (synchronised) before the call.
     pub fn msm_device<C: GpuCurve>(
         &self,
         bases: &DeviceBuffer<C::Affine>,
