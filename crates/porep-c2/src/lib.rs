@@ -24,7 +24,7 @@ mod prover;
 
 pub use c2_msm::{Density, Msm};
 pub use c2_ntt::Ntt;
-pub use c2_sched::PipelineConfig;
+pub use c2_sched::{AdmissionError, CancelToken, HostBudget, PipelineConfig};
 pub use c2_synth::{instance_from_c1, PorepInstance, Synthesized};
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 pub use filecoin_proofs_api::{ProverId, SectorId};

@@ -1,0 +1,198 @@
+//! c2-bench: proves `-j` sectors with `-c` proofs in flight, like
+//! lotus-bench / cuzk-bench, and reports seconds per proof (progress on
+//! stderr, optional JSON report). Every proof is verified unless
+//! `--no-verify`.
+//!
+//! ```text
+//! # the built-in tiny StackedDrg sector (parameters cached in the temp folder)
+//! cargo run --release --example c2-bench -- -c 2 -j 4 --json bench.json
+//!
+//! # a real C1 output, proved -j times (parameters read per proof, as a
+//! # fresh prover would)
+//! cargo run --release --example c2-bench -- --c1 c1.json --prover-id HEX --sector-id N -c 1 -j 3
+//!
+//! # all proofs in flight share one host-memory budget (GB) with a declared
+//! # size per synthesized partition (GB)
+//! ... --host-budget-gb 100 --partition-gb 20
+//! ```
+//! `--backend auto` (default) uses the GPU stages when built with
+//! `--features cuda` and a device answers. The 32 GiB-shaped synthetic
+//! partition bench (random parameters, timing only) is the device runner's
+//! `--only partition`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use porep_c2::{demo, prove_instance, prove_porep_c2_with_report, ProofReport, ProverConfig, Randomness};
+
+fn usage() -> ! {
+    eprintln!(
+        "usage: c2-bench [-c CONCURRENT] [-j TOTAL] [--c1 C1_JSON --prover-id HEX --sector-id N] \
+         [--backend cpu|auto] [--json FILE] [--host-budget-gb X --partition-gb Y] [--no-verify]"
+    );
+    std::process::exit(2)
+}
+
+fn fail(msg: impl std::fmt::Display) -> ! {
+    eprintln!("error: {msg}");
+    std::process::exit(1)
+}
+
+fn parse_hex32(s: &str) -> Option<[u8; 32]> {
+    let s = s.trim_start_matches("0x");
+    if s.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// What one proof cost, for the JSON report.
+#[derive(serde::Serialize)]
+struct ProofRun {
+    index: usize,
+    wall_s: f64,
+    report: ProofReport,
+}
+
+#[derive(serde::Serialize)]
+struct BenchReport {
+    sector: String,
+    concurrent: usize,
+    proofs: usize,
+    wall_s: f64,
+    seconds_per_proof: f64,
+    runs: Vec<ProofRun>,
+}
+
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
+    let (mut concurrent, mut total) = (1usize, 1usize);
+    let (mut c1_path, mut prover_id, mut sector_id): (Option<PathBuf>, Option<[u8; 32]>, Option<u64>) = (None, None, None);
+    let mut json: Option<PathBuf> = None;
+    let (mut budget_gb, mut partition_gb) = (None::<f64>, 0f64);
+    let mut config = ProverConfig::from_env();
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().unwrap_or_else(|| usage());
+        match a.as_str() {
+            "-c" => concurrent = val().parse().unwrap_or_else(|_| usage()),
+            "-j" => total = val().parse().unwrap_or_else(|_| usage()),
+            "--c1" => c1_path = Some(val().into()),
+            "--prover-id" => prover_id = Some(parse_hex32(&val()).unwrap_or_else(|| usage())),
+            "--sector-id" => sector_id = Some(val().parse().unwrap_or_else(|_| usage())),
+            "--json" => json = Some(val().into()),
+            "--host-budget-gb" => budget_gb = Some(val().parse().unwrap_or_else(|_| usage())),
+            "--partition-gb" => partition_gb = val().parse().unwrap_or_else(|_| usage()),
+            "--no-verify" => config.verify = false,
+            "--backend" => {
+                config.backend = match val().as_str() {
+                    "cpu" => porep_c2::Backend::cpu(),
+                    "auto" => porep_c2::Backend::auto(),
+                    _ => usage(),
+                }
+            }
+            _ => usage(),
+        }
+    }
+    if concurrent == 0 || total == 0 {
+        usage();
+    }
+    if let Some(gb) = budget_gb {
+        config.pipeline.host_budget = Some(porep_c2::HostBudget::new((gb * 1e9) as usize));
+        config.pipeline.item_bytes = (partition_gb * 1e9) as usize;
+    }
+    config.randomness = Randomness::Os;
+
+    // The job: a real C1 output, or the tiny demo sector with its parameters.
+    type Job = Box<dyn Fn() -> Result<ProofReport, porep_c2::Error> + Send + Sync>;
+    let (sector, job): (String, Job) = match c1_path {
+        Some(path) => {
+            let (Some(prover_id), Some(sector_id)) = (prover_id, sector_id) else { usage() };
+            let c1 = porep_c2::read_c1_json(&path).unwrap_or_else(|e| fail(e));
+            let name = format!("{} ({:?})", path.display(), c1.registered_proof);
+            let config = config.clone();
+            let job: Job = Box::new(move || {
+                prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config).map(|(_, r)| r)
+            });
+            (name, job)
+        }
+        None => {
+            let tiny = demo::TinyConfig::default();
+            let instance = demo::tiny_instance(&tiny).unwrap_or_else(|e| fail(e));
+            let dir = std::env::temp_dir().join("porep-c2-demo-params");
+            let t = Instant::now();
+            let (params, generated) = demo::ensure_parameters(&instance, &dir, 0).unwrap_or_else(|e| fail(e));
+            eprintln!("tiny sector parameters {} in {:.1?}", if generated { "generated" } else { "loaded" }, t.elapsed());
+            let partitions = porep_c2::PorepInstance::num_partitions(&instance);
+            let config = config.clone();
+            let job: Job = Box::new(move || {
+                let blinding = porep_c2::blinding_pairs(&config.randomness, partitions)?;
+                prove_instance(&instance, &params, &blinding, &config).map(|(_, r)| r)
+            });
+            (format!("tiny StackedDrg ({} nodes, {partitions} partition(s))", tiny.nodes), job)
+        }
+    };
+    eprintln!("c2-bench: {sector}, {total} proof(s), {concurrent} in flight, backend {:?}", config.backend);
+
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    let start = Instant::now();
+    let job = Arc::new(job);
+    let mut runs: Vec<ProofRun> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..concurrent.min(total))
+            .map(|_| {
+                let (job, next, done) = (job.clone(), &next, &done);
+                s.spawn(move || {
+                    let mut mine = Vec::new();
+                    loop {
+                        let index = next.fetch_add(1, Ordering::SeqCst);
+                        if index >= total {
+                            break mine;
+                        }
+                        let t = Instant::now();
+                        let report = job().unwrap_or_else(|e| fail(format!("proof {index}: {e}")));
+                        let wall_s = t.elapsed().as_secs_f64();
+                        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        eprintln!(
+                            "[{n}/{total}] proof {index}: {wall_s:.2} s ({} partition(s){}); {:.1} s elapsed",
+                            report.partitions.len(),
+                            if config.verify { ", verified" } else { "" },
+                            start.elapsed().as_secs_f64()
+                        );
+                        mine.push(ProofRun { index, wall_s, report });
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|_| fail("a bench worker panicked"))).collect()
+    });
+    runs.sort_by_key(|r| r.index);
+    let wall_s = start.elapsed().as_secs_f64();
+    let report = BenchReport {
+        sector,
+        concurrent,
+        proofs: total,
+        wall_s,
+        seconds_per_proof: wall_s / total as f64,
+        runs,
+    };
+    println!(
+        "{} proof(s) in {:.2} s: {:.2} s/proof with {} in flight (mean single-proof wall {:.2} s)",
+        total,
+        wall_s,
+        report.seconds_per_proof,
+        concurrent,
+        report.runs.iter().map(|r| r.wall_s).sum::<f64>() / total as f64
+    );
+    if let Some(path) = json {
+        let bytes = serde_json::to_vec_pretty(&report).unwrap_or_else(|e| fail(e));
+        std::fs::write(&path, bytes).unwrap_or_else(|e| fail(format!("writing {}: {e}", path.display())));
+        eprintln!("wrote {}", path.display());
+    }
+}
