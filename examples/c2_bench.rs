@@ -20,6 +20,10 @@
 //! partition bench (random parameters, timing only) is the device runner's
 //! `--only partition`.
 
+mod cli;
+
+use cli::{fail, parse_backend, parse_hex32};
+
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -35,22 +39,7 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
-fn fail(msg: impl std::fmt::Display) -> ! {
-    eprintln!("error: {msg}");
-    std::process::exit(1)
-}
 
-fn parse_hex32(s: &str) -> Option<[u8; 32]> {
-    let s = s.trim_start_matches("0x");
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
 
 /// What one proof cost, for the JSON report.
 #[derive(serde::Serialize)]
@@ -90,13 +79,7 @@ fn main() {
             "--host-budget-gb" => budget_gb = Some(val().parse().unwrap_or_else(|_| usage())),
             "--partition-gb" => partition_gb = val().parse().unwrap_or_else(|_| usage()),
             "--no-verify" => config.verify = false,
-            "--backend" => {
-                config.backend = match val().as_str() {
-                    "cpu" => porep_c2::Backend::cpu(),
-                    "auto" => porep_c2::Backend::auto(),
-                    _ => usage(),
-                }
-            }
+            "--backend" => config.backend = parse_backend(&val()).unwrap_or_else(|| usage()),
             _ => usage(),
         }
     }

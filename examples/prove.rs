@@ -16,6 +16,10 @@
 //! Parameters default to `$FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs'
 //! default folder when unset), under filecoin-proofs' file names.
 
+mod cli;
+
+use cli::{fail, parse_backend, parse_hex32};
+
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -32,17 +36,6 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
-fn parse_hex32(s: &str) -> Option<[u8; 32]> {
-    let s = s.trim_start_matches("0x");
-    if s.len() != 64 {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ok()?;
-    }
-    Some(out)
-}
 
 fn seed_bytes(seed: u64) -> [u8; 32] {
     let mut s = [0u8; 32];
@@ -86,10 +79,6 @@ fn print_report(r: &ProofReport) {
     );
 }
 
-fn fail(msg: impl std::fmt::Display) -> ! {
-    eprintln!("error: {msg}");
-    std::process::exit(1)
-}
 
 fn main() {
     // Warnings (such as "no GPU; proving on the CPU") are shown by default.
@@ -112,13 +101,7 @@ fn main() {
             }
             "--out" => out = Some(val().into()),
             "--no-verify" => config.verify = false,
-            "--backend" => {
-                config.backend = match val().as_str() {
-                    "cpu" => porep_c2::Backend::cpu(),
-                    "auto" => porep_c2::Backend::auto(),
-                    _ => usage(),
-                }
-            }
+            "--backend" => config.backend = parse_backend(&val()).unwrap_or_else(|| usage()),
             "--synthesis-workers" => {
                 config.pipeline.synthesis_workers = val().parse().unwrap_or_else(|_| usage())
             }

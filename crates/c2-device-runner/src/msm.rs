@@ -270,6 +270,27 @@ fn ec_msm<G: PrimeCurveAffine + ec_gpu::GpuName>() -> Result<EcMsm<G>, String> {
     EcMsm::<G>::create(vec![program], &[device]).map_err(|e| e.to_string())
 }
 
+/// Runs an MSM variant twice (the first run sizes the instance's scratch),
+/// records a failed check named `check` if a result differs from `want`,
+/// and returns the second run's milliseconds.
+fn time_twice<P: PartialEq>(
+    r: &mut Report,
+    check: String,
+    want: &P,
+    mut f: impl FnMut() -> Result<P, c2_msm::MsmError>,
+) -> Result<f64, String> {
+    let mut ms = 0.0;
+    for _ in 0..2 {
+        let start = Instant::now();
+        let p = f().map_err(|x| x.to_string())?;
+        ms = start.elapsed().as_secs_f64() * 1e3;
+        if p != *want {
+            r.check(check.clone(), false);
+        }
+    }
+    Ok(ms)
+}
+
 /// Copies of a pool of distinct points up to n (timing does not depend on
 /// distinctness; generating 2^27 distinct points would dominate the run).
 fn tiled<A: Copy + Send + Sync>(pool: &[A], n: usize) -> Vec<A> {
@@ -353,16 +374,10 @@ where
             .collect();
         for (c, cfg) in variants {
             let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
-            let mut t = Vec::new();
-            for _ in 0..2 {
-                let start = Instant::now();
-                let p = mc.msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None).map_err(|x| x.to_string())?;
-                t.push(start.elapsed().as_secs_f64() * 1e3);
-                if p != ours {
-                    r.check(format!("msm {} 2^{log_n} {c} equals the default run", C::PREFIX), false);
-                }
-            }
-            r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {:.1} ms", C::PREFIX, t[1]));
+            let ms = time_twice(r, format!("msm {} 2^{log_n} {c} equals the default run", C::PREFIX), &ours, || {
+                mc.msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None)
+            })?;
+            r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {ms:.1} ms", C::PREFIX));
             println!("{}", r.bench.last().expect("pushed"));
         }
         // Bases from (pageable) host memory: uploaded whole, then computed,
@@ -373,16 +388,9 @@ where
                 ("host bases, 4 streamed chunks", GpuMsmConfig { force_streaming: true, stream_chunk: n / 4, ..Default::default() }),
             ] {
                 let mh = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
-                let mut t = Vec::new();
-                for _ in 0..2 {
-                    let start = Instant::now();
-                    let p = mh.msm_host_bases::<C>(&bases, DeviceScalars::montgomery(&d_s), None).map_err(|x| x.to_string())?;
-                    t.push(start.elapsed().as_secs_f64() * 1e3);
-                    if p != ours {
-                        r.check(format!("msm {} 2^{log_n} {label} equals the resident run", C::PREFIX), false);
-                    }
-                }
-                r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {label} (pageable) {:.1} ms", C::PREFIX, t[1]));
+                let check = format!("msm {} 2^{log_n} {label} equals the resident run", C::PREFIX);
+                let ms = time_twice(r, check, &ours, || mh.msm_host_bases::<C>(&bases, DeviceScalars::montgomery(&d_s), None))?;
+                r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {label} (pageable) {ms:.1} ms", C::PREFIX));
                 println!("{}", r.bench.last().expect("pushed"));
             }
         }
