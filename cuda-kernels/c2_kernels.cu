@@ -79,6 +79,7 @@ extern "C" __global__ void c2_scan_add(uint32_t* data, uint64_t n, const uint32_
 
 // ---- Pippenger MSM (msm/pippenger.cuh has the steps) ----
 #include "msm/pippenger.cuh"
+#include "msm/batch_affine.cuh"
 
 // rank[w] = set bits in mask word w (scanned afterwards into ranks).
 extern "C" __global__ void c2_msm_mask_popc(const uint64_t* mask, uint64_t words, uint32_t* rank) {
@@ -120,6 +121,13 @@ extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* ot
         uint64_t seg, ec::xyzz<O>* buckets, ec::xyzz<O>* head, ec::xyzz<O>* tail) {                  \
         msm::accumulate<O, true>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head,  \
                                  tail);                                                              \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_accumulate_affine(                                       \
+        const ec::affine<O>* bases, const uint32_t* entries, const uint32_t* off, uint64_t nbk,      \
+        uint64_t seg, uint64_t batch, ec::affine<O>* acc, O::F* prefix, uint32_t* cur,               \
+        ec::xyzz<O>* buckets, ec::xyzz<O>* head, ec::xyzz<O>* tail) {                                \
+        msm::accumulate_affine<O>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, (uint32_t)batch, \
+                                  acc, prefix, cur, buckets, head, tail);                            \
     }                                                                                                \
     extern "C" __global__ void c2_##G##_msm_fixup(const uint32_t* off, uint64_t nbk, uint64_t seg,   \
                                                   ec::xyzz<O>* buckets, const ec::xyzz<O>* head,     \

@@ -14,11 +14,15 @@
 //! # all proofs in flight share one host-memory budget (GB) with a declared
 //! # size per synthesized partition (GB)
 //! ... --host-budget-gb 100 --partition-gb 20
+//!
+//! # 32 GiB-shaped synthetic partitions (random parameters: TIMING ONLY, the
+//! # proofs do not verify), every size divided by --scale (1, 2, 4, 8, ...)
+//! cargo run --release --features cuda --example c2-bench -- --synthetic --scale 1 --partitions 10 -c 1 -j 3
 //! ```
-//! `--backend auto` (default) uses the GPU stages when built with
-//! `--features cuda` and a device answers. The 32 GiB-shaped synthetic
-//! partition bench (random parameters, timing only) is the device runner's
-//! `--only partition`.
+//! `--backend auto` (default) uses the GPU workers (two per device,
+//! parameters resident) when built with `--features cuda` and a device
+//! answers. The report gives each partition's timeline (synthesis, queue,
+//! upload, NTT and each MSM from CUDA events) and kernel time over wall time.
 
 mod cli;
 
@@ -34,7 +38,8 @@ use porep_c2::{demo, prove_instance, prove_porep_c2_with_report, ProofReport, Pr
 fn usage() -> ! {
     eprintln!(
         "usage: c2-bench [-c CONCURRENT] [-j TOTAL] [--c1 C1_JSON --prover-id HEX --sector-id N] \
-         [--backend cpu|auto] [--json FILE] [--host-budget-gb X --partition-gb Y] [--no-verify]"
+         [--synthetic [--scale D] [--partitions K]] [--backend cpu|auto] [--json FILE] \
+         [--host-budget-gb X --partition-gb Y] [--no-verify]"
     );
     std::process::exit(2)
 }
@@ -56,6 +61,10 @@ struct BenchReport {
     proofs: usize,
     wall_s: f64,
     seconds_per_proof: f64,
+    /// Sum of the partitions' GPU kernel times (CUDA events) over wall time
+    /// and devices, percent; absent on the CPU. Kernels of two workers on
+    /// one device may overlap, so this can overstate busy time.
+    kernel_busy_percent: Option<f64>,
     runs: Vec<ProofRun>,
 }
 
@@ -65,6 +74,7 @@ fn main() {
     let (mut c1_path, mut prover_id, mut sector_id): (Option<PathBuf>, Option<[u8; 32]>, Option<u64>) = (None, None, None);
     let mut json: Option<PathBuf> = None;
     let (mut budget_gb, mut partition_gb) = (None::<f64>, 0f64);
+    let (mut synthetic, mut scale, mut synthetic_partitions) = (false, 1usize, 10usize);
     let mut config = ProverConfig::from_env();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -79,6 +89,9 @@ fn main() {
             "--host-budget-gb" => budget_gb = Some(val().parse().unwrap_or_else(|_| usage())),
             "--partition-gb" => partition_gb = val().parse().unwrap_or_else(|_| usage()),
             "--no-verify" => config.verify = false,
+            "--synthetic" => synthetic = true,
+            "--scale" => scale = val().parse().unwrap_or_else(|_| usage()),
+            "--partitions" => synthetic_partitions = val().parse().unwrap_or_else(|_| usage()),
             "--backend" => config.backend = parse_backend(&val()).unwrap_or_else(|| usage()),
             _ => usage(),
         }
@@ -95,6 +108,27 @@ fn main() {
     // The job: a real C1 output, or the tiny demo sector with its parameters.
     type Job = Box<dyn Fn() -> Result<ProofReport, porep_c2::Error> + Send + Sync>;
     let (sector, job): (String, Job) = match c1_path {
+        _ if synthetic => {
+            use porep_c2::synthetic::{SyntheticPorep, SyntheticShape};
+            let shape = SyntheticShape::porep_32gib().scaled(scale);
+            let instance = SyntheticPorep::new(shape.clone(), synthetic_partitions);
+            let t = Instant::now();
+            let params = instance.parameters(1);
+            eprintln!(
+                "synthetic: random parameters built in {:.1?}; {:.1} GB of host vectors per partition (TIMING ONLY: proofs do not verify)",
+                t.elapsed(),
+                shape.host_bytes() as f64 / 1e9
+            );
+            // Random parameters: verification would fail by design.
+            let config = ProverConfig { verify: false, check_vanilla_proofs: false, ..config.clone() };
+            let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); synthetic_partitions];
+            let job: Job = Box::new(move || prove_instance(&instance, &params, &blinding, &config).map(|(_, r)| r));
+            let name = format!(
+                "synthetic 32 GiB-shaped 1/{scale}: {synthetic_partitions} partitions of {} constraints, {} aux (timing only)",
+                shape.constraints, shape.aux
+            );
+            (name, job)
+        }
         Some(path) => {
             let (Some(prover_id), Some(sector_id)) = (prover_id, sector_id) else { usage() };
             let c1 = porep_c2::read_c1_json(&path).unwrap_or_else(|e| fail(e));
@@ -142,6 +176,9 @@ fn main() {
                         let report = job().unwrap_or_else(|e| fail(format!("proof {index}: {e}")));
                         let wall_s = t.elapsed().as_secs_f64();
                         let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        for p in &report.partitions {
+                            eprintln!("  {}", p.timeline());
+                        }
                         eprintln!(
                             "[{n}/{total}] proof {index}: {wall_s:.2} s ({} partition(s){}); {:.1} s elapsed",
                             report.partitions.len(),
@@ -157,12 +194,18 @@ fn main() {
     });
     runs.sort_by_key(|r| r.index);
     let wall_s = start.elapsed().as_secs_f64();
+    let gpu_parts: Vec<_> = runs.iter().flat_map(|r| r.report.partitions.iter()).filter_map(|p| p.steps.gpu.as_ref()).collect();
+    let devices = gpu_parts.iter().map(|g| g.device).collect::<std::collections::BTreeSet<_>>().len();
+    let kernel_busy_percent = (!gpu_parts.is_empty())
+        .then(|| 100.0 * gpu_parts.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3 / (wall_s * devices as f64));
+    let host_peak = config.pipeline.host_budget.as_ref().map(|b| b.peak());
     let report = BenchReport {
         sector,
         concurrent,
         proofs: total,
         wall_s,
         seconds_per_proof: wall_s / total as f64,
+        kernel_busy_percent,
         runs,
     };
     println!(
@@ -173,9 +216,16 @@ fn main() {
         concurrent,
         report.runs.iter().map(|r| r.wall_s).sum::<f64>() / total as f64
     );
+    if let Some(b) = kernel_busy_percent {
+        println!("GPU kernel time / wall time: {b:.0}% per device over {devices} device(s) (CUDA events)");
+    }
+    if let Some(peak) = host_peak {
+        println!("host memory budget: peak {:.1} GB held by partitions in flight", peak as f64 / 1e9);
+    }
     if let Some(path) = json {
         let bytes = serde_json::to_vec_pretty(&report).unwrap_or_else(|e| fail(e));
         std::fs::write(&path, bytes).unwrap_or_else(|e| fail(format!("writing {}: {e}", path.display())));
         eprintln!("wrote {}", path.display());
     }
 }
+

@@ -13,7 +13,10 @@ use c2_msm::{CpuMsm, Density, Msm, MsmError};
 use c2_ntt::{CpuNtt, Ntt, NttError};
 use common::SyntheticInstance;
 use ff::Field;
-use porep_c2::{prove_instance, Backend, Error, PorepInstance, ProverConfig};
+use porep_c2::{
+    prove_instance, prove_synthesized, Backend, Error, PartitionProver, PorepInstance, ProveTimings, ProverConfig,
+    Synthesized,
+};
 use rand::SeedableRng;
 
 /// CpuMsm that fails its `fail_at`-th call (0-based) like a GPU would.
@@ -60,6 +63,34 @@ impl Ntt for FlakyNtt {
     }
 }
 
+/// A whole-partition worker on the CPU that fails the `fail_at`-th call
+/// (counted over every worker sharing `calls`) as a GPU worker can: a device
+/// error outside the stages.
+struct CpuWorker {
+    calls: Arc<AtomicUsize>,
+    fail_at: Option<usize>,
+}
+
+impl PartitionProver for CpuWorker {
+    fn name(&self) -> String {
+        "cpu-worker".into()
+    }
+    fn prove(
+        &self,
+        s: Synthesized,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        params_key: &str,
+        r: Scalar,
+        s_blind: Scalar,
+    ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        assert!(params_key.starts_with("synthetic"), "params key {params_key}");
+        if Some(self.calls.fetch_add(1, Ordering::SeqCst)) == self.fail_at {
+            return Err(Error::Device("injected worker fault".into()));
+        }
+        prove_synthesized(s, params, r, s_blind, &Backend::cpu())
+    }
+}
+
 fn setup() -> (SyntheticInstance, bellperson::groth16::Parameters<blstrs::Bls12>, Vec<(Scalar, Scalar)>) {
     let instance = SyntheticInstance { partitions: 3, rounds: 200 };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
@@ -78,7 +109,7 @@ fn a_failed_msm_is_retried_and_the_proof_is_unchanged() {
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
     // Each partition runs 8 MSMs (H, L, A×2, B_G1×2, B_G2×2): call 11 is
     // partition 1's A aux part, in the middle of a proof.
-    let flaky = Backend { ntt: Arc::new(CpuNtt), msm: Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 11 }) };
+    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 11 }));
     let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(flaky)).unwrap();
     assert_eq!(bytes, clean, "retried proof differs from the clean one");
     let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
@@ -90,7 +121,7 @@ fn a_failed_msm_is_retried_and_the_proof_is_unchanged() {
 fn a_failed_ntt_is_retried_and_the_proof_is_unchanged() {
     let (instance, params, pairs) = setup();
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
-    let flaky = Backend { ntt: Arc::new(FlakyNtt(AtomicUsize::new(0))), msm: Arc::new(CpuMsm) };
+    let flaky = Backend::staged(Arc::new(FlakyNtt(AtomicUsize::new(0))), Arc::new(CpuMsm));
     let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(flaky)).unwrap();
     assert_eq!(bytes, clean);
     assert_eq!(report.partitions.iter().filter(|p| p.retried_after.is_some()).count(), 1);
@@ -99,7 +130,7 @@ fn a_failed_ntt_is_retried_and_the_proof_is_unchanged() {
 #[test]
 fn without_a_retry_backend_the_fault_is_a_typed_error() {
     let (instance, params, pairs) = setup();
-    let flaky = Backend { ntt: Arc::new(CpuNtt), msm: Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 3 }) };
+    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 3 }));
     let cfg = ProverConfig { retry_backend: None, ..config(flaky) };
     match prove_instance(&instance, &params, &pairs, &cfg) {
         Err(e @ Error::Msm(MsmError::Backend { .. })) => assert!(e.is_backend_failure()),
@@ -149,4 +180,36 @@ fn a_cancelled_proof_is_a_typed_error_and_memory_admission_is_enforced() {
     };
     assert_eq!(prove_instance(&instance, &params, &pairs, &cfg).unwrap().0, clean);
     assert_eq!(budget.used(), 0);
+}
+
+#[test]
+fn partitions_spread_over_workers_and_a_failed_worker_is_retried() {
+    let (instance, params, pairs) = setup();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    // Two workers sharing one call counter; the second partition proved
+    // (whichever worker takes it) fails.
+    let calls = Arc::new(AtomicUsize::new(0));
+    let workers: Vec<Arc<dyn PartitionProver>> = (0..2)
+        .map(|_| Arc::new(CpuWorker { calls: calls.clone(), fail_at: Some(1) }) as Arc<dyn PartitionProver>)
+        .collect();
+    let backend = Backend { workers, ..Backend::cpu() };
+    let cfg = ProverConfig { pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() }, ..config(backend) };
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    assert_eq!(bytes, clean, "proof through two workers (one failing) differs from the CPU one");
+    // Every partition went to a worker once; the failed one was synthesized
+    // again and proved on the CPU, and the report says why.
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
+    assert_eq!(retried.len(), 1, "{:?}", report.partitions);
+    assert!(retried[0].contains("injected worker fault"), "{}", retried[0]);
+    // Without a retry backend the worker's fault is the typed error.
+    let failing = Backend {
+        workers: vec![Arc::new(CpuWorker { calls: Arc::new(AtomicUsize::new(0)), fail_at: Some(1) })],
+        ..Backend::cpu()
+    };
+    let cfg = ProverConfig { retry_backend: None, ..config(failing) };
+    match prove_instance(&instance, &params, &pairs, &cfg) {
+        Err(e @ Error::Device(_)) => assert!(e.is_backend_failure()),
+        other => panic!("expected the injected device error, got {other:?}"),
+    }
 }

@@ -1,13 +1,16 @@
 //! The facade on the GPU: the tiny real StackedDrg sector (porep-c2's
-//! demo) proved with the GPU NTT and GPU MSM and with the CPU, same blinding
-//! factors: the bytes must be identical and both proofs verify (prove_instance
-//! verifies before returning). The GPU run has no retry backend, so a device
-//! fault fails the check instead of quietly proving on the CPU.
+//! demo) proved on the CPU and three GPU ways (host-level GPU stages; GPU
+//! workers with parameters resident; GPU workers streaming the parameters),
+//! same blinding factors: the bytes must be identical and every proof
+//! verifies (prove_instance verifies before returning). The GPU runs have no
+//! retry backend, so a device fault fails the check instead of quietly
+//! proving on the CPU.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use c2_cuda::Gpu;
+use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::{blinding_pairs, demo, prove_instance, Backend, PorepInstance, ProverConfig, Randomness};
 
 use crate::Report;
@@ -26,28 +29,46 @@ pub fn check(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     );
     let blinding =
         blinding_pairs(&Randomness::Seed([11; 32]), instance.num_partitions()).map_err(|e| e.to_string())?;
-    let gpu_backend = Backend {
-        ntt: Arc::new(c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?),
-        msm: Arc::new(c2_msm::gpu::GpuMsm::new(gpu).map_err(|e| e.to_string())?),
+    let staged = Backend::staged(
+        Arc::new(c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?),
+        Arc::new(c2_msm::gpu::GpuMsm::new(gpu).map_err(|e| e.to_string())?),
+    );
+    let workers = |resident_params: bool| {
+        gpu_backend(&GpuBackendConfig { resident_params, ..GpuBackendConfig::default() }).map_err(|e| e.to_string())
     };
     let cpu = ProverConfig { backend: Backend::cpu(), ..ProverConfig::default() };
-    let on_gpu = ProverConfig { backend: gpu_backend, retry_backend: None, ..ProverConfig::default() };
     let (cpu_bytes, cpu_report) = prove_instance(&instance, &params, &blinding, &cpu).map_err(|e| e.to_string())?;
-    let (gpu_bytes, gpu_report) = prove_instance(&instance, &params, &blinding, &on_gpu).map_err(|e| e.to_string())?;
     let msm_time = |rep: &porep_c2::ProofReport| -> f64 {
         rep.partitions
             .iter()
             .map(|p| (p.steps.msm_h + p.steps.msm_l + p.steps.msm_a + p.steps.msm_b_g1 + p.steps.msm_b_g2).as_secs_f64())
             .sum()
     };
-    r.check(
-        format!(
-            "facade: tiny StackedDrg sector ({} partition(s)), GPU NTT + GPU MSM bytes == CPU bytes, both verified (MSMs {:.3} s GPU vs {:.3} s CPU)",
-            instance.num_partitions(),
-            msm_time(&gpu_report),
-            msm_time(&cpu_report)
-        ),
-        cpu_bytes == gpu_bytes && !cpu_bytes.is_empty(),
-    );
+    for (label, backend) in [
+        ("host-level stages (GPU NTT + GPU MSM)", staged),
+        ("GPU workers, parameters resident", workers(true)?),
+        ("GPU workers, parameters streamed", workers(false)?),
+    ] {
+        // No retry backend: a device fault fails the check.
+        let on_gpu = ProverConfig { backend, retry_backend: None, ..ProverConfig::default() };
+        let (gpu_bytes, gpu_report) =
+            prove_instance(&instance, &params, &blinding, &on_gpu).map_err(|e| e.to_string())?;
+        let gpu_ms: Vec<String> = gpu_report
+            .partitions
+            .iter()
+            .filter_map(|p| p.steps.gpu.as_ref())
+            .map(|g| format!("kernels {:.1} ms, upload {:.1} ms", g.kernel_ms(), g.upload_ms))
+            .collect();
+        r.check(
+            format!(
+                "facade: tiny StackedDrg sector ({} partition(s)), {label}: bytes == CPU bytes, both verified (MSMs {:.3} s GPU vs {:.3} s CPU){}",
+                instance.num_partitions(),
+                msm_time(&gpu_report),
+                msm_time(&cpu_report),
+                if gpu_ms.is_empty() { String::new() } else { format!(" [{}]", gpu_ms.join("; ")) }
+            ),
+            cpu_bytes == gpu_bytes && !cpu_bytes.is_empty(),
+        );
+    }
     Ok(())
 }

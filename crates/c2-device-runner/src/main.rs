@@ -7,7 +7,9 @@
 //! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm|facade|partition]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
-//!     [--only partition --partition-scale 1|2|4|8 --partitions K]  (32 GiB-shaped partition)
+//!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2]
+//!         (32 GiB-shaped synthetic partitions through the library's GPU workers)
+//!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
 //! ```
 //! Exit status 0 only when every differential check passed; with no GPU it
 //! says so and exits 2 (a skip, never a silent pass).
@@ -389,6 +391,11 @@ fn main() {
     let run_partition = only.as_deref() == Some("partition");
     let partition_scale = list("--partition-scale", &[1]).first().copied().unwrap_or(1) as usize;
     let partitions = list("--partitions", &[2]).first().copied().unwrap_or(2) as usize;
+    let proofs = list("--proofs", &[1]).first().copied().unwrap_or(1) as usize;
+    let workers: Vec<usize> = list("--workers", &[2]).iter().map(|&w| w as usize).collect();
+    let gpus: Vec<usize> = list("--gpus", &[1]).iter().map(|&g| g as usize).collect();
+    // --only affine: batched-affine bucket sums vs XYZZ (batch x threads).
+    let run_affine = only.as_deref() == Some("affine");
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -441,8 +448,13 @@ fn main() {
             report.check(format!("facade check aborted: {e}"), false);
         }
     }
+    if run_affine {
+        if let Err(e) = msm::affine_sweep(gpu.clone(), &mut report, &msm_g1, &msm_g2) {
+            report.check(format!("affine sweep aborted: {e}"), false);
+        }
+    }
     if run_partition {
-        if let Err(e) = partition::bench(gpu.clone(), &mut report, partition_scale, partitions) {
+        if let Err(e) = partition::bench(&mut report, partition_scale, partitions, proofs, &workers, &gpus) {
             report.check(format!("partition bench aborted: {e}"), false);
         }
     }

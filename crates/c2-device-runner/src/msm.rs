@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use c2_cuda::{DeviceBuffer, Gpu, PinnedRange};
-use c2_msm::gpu::{DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
+use c2_msm::gpu::{BucketSum, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_msm::{CpuMsm, Density, Msm};
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
@@ -31,6 +31,10 @@ enum Mix {
     /// 2..=9 only: a few huge buckets (segment fix-up path).
     Small,
 }
+
+/// Batch sizes of the batched-affine bucket sums the bench compares with XYZZ
+/// on 2^15 threads (the measured best; predicted break-even: ~140 for G1, ~48 for G2, batch_affine.cuh).
+const AFFINE_BATCHES: [u32; 3] = [128, 256, 512];
 
 const MIXES: [Mix; 6] = [Mix::Random, Mix::Zero, Mix::One, Mix::MinusOne, Mix::Porep, Mix::Small];
 
@@ -90,14 +94,6 @@ where
     out
 }
 
-/// n distinct random points without infinity (benchmark pools).
-pub(crate) fn pool_points<P>(n: usize) -> Vec<P::AffineRepr>
-where
-    P: Group + Curve + Send + Sync,
-    P::AffineRepr: PrimeCurveAffine + Send + Sync,
-{
-    points::<P>(n, 0x5eed, false)
-}
 
 fn random_mask(n: usize, density_pct: u64, seed: u64) -> Density {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -141,6 +137,7 @@ impl Oracle for G2 {
 fn diff_case<C: Oracle>(
     m: &GpuMsm,
     r: &mut Report,
+    tag: &str,
     label: &str,
     bases: &[C::Affine],
     s: &[Scalar],
@@ -148,16 +145,25 @@ fn diff_case<C: Oracle>(
 ) -> Result<(), String> {
     let want = C::cpu(bases, s, mask);
     let got = C::gpu(m, bases, s, mask)?;
-    r.check(format!("msm {} {label}", C::PREFIX), got == want);
+    r.check(format!("msm {}{tag} {label}", C::PREFIX), got == want);
     Ok(())
 }
 
-fn curve_suite<C: Oracle>(gpu: &Arc<Gpu>, r: &mut Report, quick: bool, seed: u64) -> Result<(), String>
+/// The differential suite with `base` as every instance's configuration;
+/// `tag` goes into the check names.
+fn curve_suite<C: Oracle>(
+    gpu: &Arc<Gpu>,
+    r: &mut Report,
+    quick: bool,
+    seed: u64,
+    base: &GpuMsmConfig,
+    tag: &str,
+) -> Result<(), String>
 where
     C::Projective: Send + Sync,
     C::Affine: Send + Sync,
 {
-    let m = GpuMsm::new(gpu.clone()).map_err(|e| e.to_string())?;
+    let m = GpuMsm::with_config(gpu.clone(), base.clone()).map_err(|e| e.to_string())?;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let big = if quick { 1 << 16 } else { 1 << 20 };
     let mut sizes = vec![1usize, 2, 3, 255, 1000, (1 << 10) + 1, 1 << 16, big];
@@ -172,7 +178,7 @@ where
                 continue; // keep G2 at 2^20 to the mixes that matter
             }
             let s = scalars(n, mix, seed ^ (n as u64) ^ k as u64);
-            diff_case::<C>(&m, r, &format!("n={n} {mix:?}"), bases, &s, None)?;
+            diff_case::<C>(&m, r, tag, &format!("n={n} {mix:?}"), bases, &s, None)?;
         }
     }
     // Density masks: 25% (B) and 99.7%-like (A), PoRep mix; bases = set bits.
@@ -180,54 +186,54 @@ where
         for pct in [25u64, 99] {
             let mask = random_mask(n, pct, seed ^ n as u64 ^ pct);
             let s = scalars(n, Mix::Porep, seed ^ pct);
-            diff_case::<C>(&m, r, &format!("n={n} mask {pct}% ({} set) porep", mask.count_ones()), &all[..mask.count_ones()], &s, Some(&mask))?;
+            diff_case::<C>(&m, r, tag, &format!("n={n} mask {pct}% ({} set) porep", mask.count_ones()), &all[..mask.count_ones()], &s, Some(&mask))?;
             let s = scalars(n, Mix::Random, seed ^ pct ^ 7);
-            diff_case::<C>(&m, r, &format!("n={n} mask {pct}% random"), &all[..mask.count_ones()], &s, Some(&mask))?;
+            diff_case::<C>(&m, r, tag, &format!("n={n} mask {pct}% random"), &all[..mask.count_ones()], &s, Some(&mask))?;
         }
     }
     // All-zero and all-one masks.
     let n = 5000;
     let s = scalars(n, Mix::Random, 11);
-    diff_case::<C>(&m, r, "n=5000 empty mask", &all[..0], &s, Some(&Density::with_len(n)))?;
-    diff_case::<C>(&m, r, "n=5000 full mask", &all[..n], &s, Some(&Density::full(n)))?;
+    diff_case::<C>(&m, r, tag, "n=5000 empty mask", &all[..0], &s, Some(&Density::with_len(n)))?;
+    diff_case::<C>(&m, r, tag, "n=5000 full mask", &all[..n], &s, Some(&Density::full(n)))?;
     // Bases all infinity; all equal (every bucket doubles).
     let inf = vec![C::Affine::identity(); n];
-    diff_case::<C>(&m, r, "n=5000 all bases infinity", &inf, &s, None)?;
+    diff_case::<C>(&m, r, tag, "n=5000 all bases infinity", &inf, &s, None)?;
     let same = vec![all[1]; n];
-    diff_case::<C>(&m, r, "n=5000 all bases equal", &same, &s, None)?;
-    diff_case::<C>(&m, r, "n=5000 all bases equal, small scalars", &same, &scalars(n, Mix::Small, 5), None)?;
+    diff_case::<C>(&m, r, tag, "n=5000 all bases equal", &same, &s, None)?;
+    diff_case::<C>(&m, r, tag, "n=5000 all bases equal, small scalars", &same, &scalars(n, Mix::Small, 5), None)?;
 
     // Every window width, and multi-pass (tiny budget), on one input.
     let n = 20_000;
     let s = scalars(n, Mix::Random, 13);
     let want = C::cpu(&all[..n], &s, None);
     for c in [2u32, 3, 5, 8, 11, 13, 15, 16] {
-        let cfg = GpuMsmConfig { window_bits: Some(c), ..Default::default() };
+        let cfg = GpuMsmConfig { window_bits: Some(c), ..base.clone() };
         let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
         let got = C::gpu(&mc, &all[..n], &s, None)?;
-        r.check(format!("msm {} n={n} window c={c}", C::PREFIX), got == want);
+        r.check(format!("msm {}{tag} n={n} window c={c}", C::PREFIX), got == want);
     }
     // ~2.2 MB (G1) / 4.4 MB (G2) of scratch per window with 12-bit windows
     // and 2^12 target threads: a 3 MB / 6 MB budget runs one window per pass.
-    let cfg = GpuMsmConfig { window_bits: Some(12), memory_budget: Some(std::mem::size_of::<C::Xyzz>() << 14), target_threads: 1 << 12, ..Default::default() };
+    let cfg = GpuMsmConfig { window_bits: Some(12), memory_budget: Some(std::mem::size_of::<C::Xyzz>() << 14), target_threads: 1 << 12, ..base.clone() };
     let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = C::gpu(&mc, &all[..n], &s, None)?;
-    r.check(format!("msm {} n={n} multi-pass (3 MB budget)", C::PREFIX), got == want);
+    r.check(format!("msm {}{tag} n={n} multi-pass (3 MB budget)", C::PREFIX), got == want);
     // Few threads: long segments, many crossing buckets.
-    let cfg = GpuMsmConfig { target_threads: 64, ..Default::default() };
+    let cfg = GpuMsmConfig { target_threads: 64, ..base.clone() };
     let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = C::gpu(&mc, &all[..n], &s, None)?;
-    r.check(format!("msm {} n={n} 64 target threads", C::PREFIX), got == want);
+    r.check(format!("msm {}{tag} n={n} 64 target threads", C::PREFIX), got == want);
     // Streamed bases: chunks of 4099, with and without a mask.
-    let cfg = GpuMsmConfig { force_streaming: true, stream_chunk: 4099, ..Default::default() };
+    let cfg = GpuMsmConfig { force_streaming: true, stream_chunk: 4099, ..base.clone() };
     let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = C::gpu(&mc, &all[..n], &s, None)?;
-    r.check(format!("msm {} n={n} streamed in chunks of 4099", C::PREFIX), got == want);
+    r.check(format!("msm {}{tag} n={n} streamed in chunks of 4099", C::PREFIX), got == want);
     let mask = random_mask(n, 40, 17);
     let sp = scalars(n, Mix::Porep, 19);
     let want_m = C::cpu(&all[..mask.count_ones()], &sp, Some(&mask));
     let got = C::gpu(&mc, &all[..mask.count_ones()], &sp, Some(&mask))?;
-    r.check(format!("msm {} n={n} streamed + mask 40% porep", C::PREFIX), got == want_m);
+    r.check(format!("msm {}{tag} n={n} streamed + mask 40% porep", C::PREFIX), got == want_m);
 
     // Device API with canonical scalars.
     let canon: Vec<[u64; 4]> = s.iter().map(|x| canonical(x)).collect();
@@ -238,7 +244,7 @@ where
     d_b.upload_async(0, &all[..n], &stream).map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())?;
     let got = m.msm_device::<C>(&d_b, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
-    r.check(format!("msm {} n={n} device-resident, canonical scalars", C::PREFIX), got == want);
+    r.check(format!("msm {}{tag} n={n} device-resident, canonical scalars", C::PREFIX), got == want);
     Ok(())
 }
 
@@ -253,10 +259,16 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(5);
     println!("msm checks: seed {seed}");
     let t = Instant::now();
-    curve_suite::<G1>(&gpu, r, quick, seed)?;
-    println!("msm G1 checks: {:.1?}", t.elapsed());
-    curve_suite::<G2>(&gpu, r, quick, seed ^ 1)?;
-    println!("msm checks: {:.1?}", t.elapsed());
+    // Every check once per bucket accumulation: XYZZ, and batched affine
+    // (a small batch, so chains are many and short and cross buckets often).
+    let xyzz = GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), ..Default::default() };
+    let affine = GpuMsmConfig { bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }), ..Default::default() };
+    for (tag, base) in [("", &xyzz), (" affine", &affine)] {
+        curve_suite::<G1>(&gpu, r, quick, seed, base, tag)?;
+        println!("msm G1{tag} checks: {:.1?}", t.elapsed());
+        curve_suite::<G2>(&gpu, r, quick, seed ^ 1, base, tag)?;
+        println!("msm G2{tag} checks: {:.1?}", t.elapsed());
+    }
     Ok(())
 }
 
@@ -371,13 +383,20 @@ where
                 "called (not inlined) bucket add".to_string(),
                 GpuMsmConfig { inline_bucket_add: false, ..Default::default() },
             )))
+            .chain(std::iter::once(("xyzz bucket sums".to_string(), GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() })))
+            .chain(AFFINE_BATCHES.iter().map(|&batch| {
+                let cfg = GpuMsmConfig { bucket_sum: Some(BucketSum::BatchedAffine { batch, threads: 1 << 15 }), stage_timing: true, ..Default::default() };
+                (format!("batched affine, batch {batch}, 2^15 threads"), cfg)
+            }))
             .collect();
         for (c, cfg) in variants {
             let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
             let ms = time_twice(r, format!("msm {} 2^{log_n} {c} equals the default run", C::PREFIX), &ours, || {
                 mc.msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None)
             })?;
-            r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {ms:.1} ms", C::PREFIX));
+            let stages: Vec<String> = mc.last_stage_times().iter().map(|(n, t)| format!("{n} {t:.1}")).collect();
+            let stages = if stages.is_empty() { String::new() } else { format!(" ({})", stages.join(", ")) };
+            r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {ms:.1} ms{stages}", C::PREFIX));
             println!("{}", r.bench.last().expect("pushed"));
         }
         // Bases from (pageable) host memory: uploaded whole, then computed,
@@ -482,4 +501,60 @@ fn sppark_g1(bases: &[G1Affine], s: &[Scalar]) -> SpparkRun<G1Projective> {
     let start = Instant::now();
     let all = c2_sppark_baseline::g1_msm(bases, s)?;
     Ok((res, median(t), all, start.elapsed().as_secs_f64() * 1e3))
+}
+
+/// Batched-affine bucket sums against XYZZ at the given sizes (random
+/// scalars, bases resident): batch sizes x thread counts, with the stage
+/// breakdown, each checked against the XYZZ result.
+pub fn affine_sweep(gpu: Arc<Gpu>, r: &mut Report, g1_sizes: &[u32], g2_sizes: &[u32]) -> Result<(), String> {
+    sweep_curve::<G1>(&gpu, r, g1_sizes)?;
+    sweep_curve::<G2>(&gpu, r, g2_sizes)
+}
+
+fn sweep_curve<C: Oracle>(gpu: &Arc<Gpu>, r: &mut Report, log_sizes: &[u32]) -> Result<(), String>
+where
+    C::Affine: Send + Sync,
+    C::Projective: Send + Sync,
+{
+    let e = |x: c2_cuda::GpuError| x.to_string();
+    let pool = points::<C::Projective>(1 << 20, 5, false);
+    let stream = gpu.stream().map_err(e)?;
+    for &log_n in log_sizes {
+        let n = 1usize << log_n;
+        let (bases, s) = (tiled(&pool, n), scalars(n, Mix::Random, 77 + log_n as u64));
+        let (mut d_b, mut d_s) = (gpu.alloc::<C::Affine>(n).map_err(e)?, gpu.alloc::<Scalar>(n).map_err(e)?);
+        d_b.upload_async(0, &bases, &stream).map_err(e)?;
+        d_s.upload_async(0, &s, &stream).map_err(e)?;
+        stream.synchronize().map_err(e)?;
+        let xyzz = GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() };
+        let want = GpuMsm::with_config(gpu.clone(), xyzz.clone()).map_err(|x| x.to_string())?
+            .msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None)
+            .map_err(|x| x.to_string())?;
+        let mut variants = vec![("xyzz".to_string(), xyzz)];
+        for batch in [128u32, 256, 512] {
+            for threads in [1usize << 15, 1 << 16, 1 << 17] {
+                let cfg = GpuMsmConfig {
+                    bucket_sum: Some(BucketSum::BatchedAffine { batch, threads }),
+                    stage_timing: true,
+                    ..Default::default()
+                };
+                variants.push((format!("affine batch {batch}, {threads} threads"), cfg));
+            }
+        }
+        for (label, cfg) in variants {
+            let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
+            let check = format!("msm {} 2^{log_n} {label} equals xyzz", C::PREFIX);
+            let ms = time_twice(r, check, &want, || mc.msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None))?;
+            let st = mc.last_stage_times();
+            let get = |k: &str| st.iter().find(|(n, _)| *n == k).map_or(0.0, |(_, t)| *t);
+            r.bench.push(format!(
+                "     sweep {} 2^{log_n}: {label}: {ms:.1} ms (accumulate {:.1}, fixup {:.1})",
+                C::PREFIX,
+                get("accumulate"),
+                get("fixup")
+            ));
+            println!("{}", r.bench.last().expect("pushed"));
+        }
+    }
+    Ok(())
 }

@@ -116,6 +116,39 @@ impl<'a> DeviceScalars<'a> {
     }
 }
 
+/// How the bucket sums (step 5) are accumulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketSum {
+    /// Mixed additions into XYZZ accumulators: 8M + 2S each, no inversion,
+    /// the accumulator stays in registers.
+    Xyzz,
+    /// Affine additions, each thread advancing `batch` independent chains in
+    /// lockstep so that one field inversion serves `batch` additions
+    /// (Montgomery's trick): ~6 products + 1/`batch` inversion each, with the
+    /// chain state in device memory (`cuda-kernels/msm/batch_affine.cuh`).
+    BatchedAffine {
+        /// Additions sharing one inversion (chains per thread), >= 1.
+        batch: u32,
+        /// Threads of the accumulation kernel (chains = threads x batch).
+        threads: usize,
+    },
+}
+
+impl BucketSum {
+    /// What the H200 measurements (BENCHMARKS.md, 2026-11-30) chose for a
+    /// Pippenger over `m` full-width scalars: G2 from 2^24 on, batched affine
+    /// with 512 chains per thread on 2^15 threads (G2 2^24: 680 vs 825 ms,
+    /// 2^25: 1315 vs 1574 ms, same run); below that, and for G1 at every
+    /// size measured (2^20-2^27: at best equal), XYZZ.
+    pub fn measured_default(xyzz_bytes: usize, m: usize) -> Self {
+        if xyzz_bytes > 192 && m >= 1 << 24 {
+            BucketSum::BatchedAffine { batch: 512, threads: 1 << 15 }
+        } else {
+            BucketSum::Xyzz
+        }
+    }
+}
+
 /// Tuning of the GPU MSM; `Default` picks everything from n and the device.
 #[derive(Clone, Debug)]
 pub struct GpuMsmConfig {
@@ -135,8 +168,11 @@ pub struct GpuMsmConfig {
     /// Threads the bucket kernels aim to run at once (segments, chunks).
     pub target_threads: usize,
     /// Bucket accumulation with the mixed addition inlined into its loop
-    /// (`c2_*_msm_accumulate_inl`) instead of called.
+    /// (`c2_*_msm_accumulate_inl`) instead of called ([`BucketSum::Xyzz`]).
     pub inline_bucket_add: bool,
+    /// Bucket accumulation; `None` = the measured choice for the curve and
+    /// the number of full-width scalars ([`BucketSum::measured_default`]).
+    pub bucket_sum: Option<BucketSum>,
     /// Record CUDA events between the stages of every MSM; read them with
     /// [`GpuMsm::last_stage_times`] (costs a few microseconds per stage).
     pub stage_timing: bool,
@@ -156,6 +192,7 @@ impl Default for GpuMsmConfig {
             // 7-8 % faster at 2^24..2^27 (G1 and G2) on the H200; costs
             // ~50 s more nvcc time per architecture.
             inline_bucket_add: true,
+            bucket_sum: None,
         }
     }
 }
@@ -199,6 +236,7 @@ struct Kernels {
 struct CurveKernels {
     accumulate: Kernel,
     accumulate_inline: Kernel,
+    accumulate_affine: Kernel,
     fixup: Kernel,
     reduce: Kernel,
     sum_groups: Kernel,
@@ -212,6 +250,7 @@ impl CurveKernels {
         Ok(Self {
             accumulate: k("msm_accumulate")?,
             accumulate_inline: k("msm_accumulate_inl")?,
+            accumulate_affine: k("msm_accumulate_affine")?,
             fixup: k("msm_fixup")?,
             reduce: k("msm_reduce")?,
             sum_groups: k("msm_sum_groups")?,
@@ -269,15 +308,57 @@ fn bucket_weight(xyzz_bytes: usize) -> f64 {
     }
 }
 
+/// What one pass's device scratch is made of besides m, c and the windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchShape {
+    /// Bytes of one XYZZ point (192 for G1, 384 for G2).
+    pub xyzz_bytes: usize,
+    /// Threads the bucket kernels aim for ([`GpuMsmConfig::target_threads`]).
+    pub threads: usize,
+    /// Segments per thread: 1 for [`BucketSum::Xyzz`], `batch` chains for
+    /// [`BucketSum::BatchedAffine`].
+    pub segments_per_thread: usize,
+    /// Extra bytes per segment (batched affine: accumulator, prefix product
+    /// and bucket word of a chain).
+    pub segment_state_bytes: usize,
+}
+
+impl ScratchShape {
+    /// XYZZ bucket sums: one segment per thread, no chain state.
+    pub fn xyzz(xyzz_bytes: usize, threads: usize) -> Self {
+        Self { xyzz_bytes, threads, segments_per_thread: 1, segment_state_bytes: 0 }
+    }
+
+    /// The shape of `sum` for a curve whose XYZZ points take `xyzz_bytes`
+    /// (affine points take half, a field element a quarter); `threads` is
+    /// the XYZZ kernel's target (batched affine brings its own).
+    pub fn for_bucket_sum(sum: BucketSum, xyzz_bytes: usize, threads: usize) -> Self {
+        match sum {
+            BucketSum::Xyzz => Self::xyzz(xyzz_bytes, threads),
+            BucketSum::BatchedAffine { batch, threads: affine_threads } => Self {
+                xyzz_bytes,
+                threads: affine_threads.max(1),
+                segments_per_thread: batch.max(1) as usize,
+                segment_state_bytes: xyzz_bytes / 2 + xyzz_bytes / 4 + 4,
+            },
+        }
+    }
+
+    /// Segments of a pass with `entries` sorted entries: at least 8 entries
+    /// each, at most `threads * segments_per_thread`.
+    fn segments(&self, entries: usize) -> usize {
+        entries.div_ceil(8).min(self.threads * self.segments_per_thread)
+    }
+}
+
 /// Chooses c (2..=16) by [`plan_cost`], then how many windows fit a pass.
-/// `threads` bounds the number of segments (see [`GpuMsmConfig::target_threads`]).
 pub fn plan_windows(
     m: usize,
     forced: Option<u32>,
     budget: usize,
-    xyzz_bytes: usize,
-    threads: usize,
+    shape: &ScratchShape,
 ) -> Result<WindowPlan, MsmError> {
+    let xyzz_bytes = shape.xyzz_bytes;
     let c = match forced {
         Some(c) if (2..=24).contains(&c) => c,
         Some(c) => return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=24") }),
@@ -287,7 +368,7 @@ pub fn plan_windows(
         }
     };
     let windows = 255 / c + 1;
-    let per_window = pass_bytes(m, 1 << (c - 1), 1, xyzz_bytes, threads);
+    let per_window = pass_bytes(m, 1 << (c - 1), 1, shape);
     // Offsets are u32: entries of one pass must stay below 2^32.
     let by_offsets = ((u32::MAX as usize) / m.max(1)).max(1);
     let per_pass = (budget / per_window.max(1)).min(windows as usize).min(by_offsets);
@@ -302,10 +383,15 @@ pub fn plan_windows(
 
 /// Device scratch of one pass over `wn` windows (entries, counts, buckets,
 /// segment partials, reduction outputs) per window, with `wn` windows.
-fn pass_bytes(m: usize, buckets: usize, wn: usize, xyzz: usize, threads: usize) -> usize {
+fn pass_bytes(m: usize, buckets: usize, wn: usize, shape: &ScratchShape) -> usize {
     let entries = m * wn;
-    let segments = entries.div_ceil(8).min(threads) + 1;
-    entries * 4 + (wn * buckets + 1) * 12 + wn * buckets * xyzz + 2 * segments * xyzz + threads * xyzz
+    let segments = shape.segments(entries) + 1;
+    let xyzz = shape.xyzz_bytes;
+    entries * 4
+        + (wn * buckets + 1) * 12
+        + wn * buckets * xyzz
+        + segments * (2 * xyzz + shape.segment_state_bytes)
+        + shape.threads * xyzz
 }
 
 /// A grid that covers `n` items with `block` threads, capped (kernels loop).
@@ -347,6 +433,10 @@ struct Scratch {
     buckets: Slot<u64>,
     head: Slot<u64>,
     tail: Slot<u64>,
+    /// Batched-affine chain state: accumulators, prefix products, bucket words.
+    chain_acc: Slot<u64>,
+    chain_prefix: Slot<u64>,
+    chain_bucket: Slot<u32>,
     sums: [Slot<u64>; 2],
     finals: Slot<u64>,
     /// Affine results, typed by curve (`DeviceBuffer<C::Affine>`).
@@ -386,6 +476,9 @@ impl Scratch {
             buckets: Slot::new(),
             head: Slot::new(),
             tail: Slot::new(),
+            chain_acc: Slot::new(),
+            chain_prefix: Slot::new(),
+            chain_bucket: Slot::new(),
             sums: [Slot::new(), Slot::new()],
             finals: Slot::new(),
             affine: AnySlot::default(),
@@ -596,6 +689,20 @@ impl GpuMsm {
         scalars: DeviceScalars<'_>,
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
+        self.msm_device_from::<C>(bases, 0, scalars, mask)
+    }
+
+    /// [`GpuMsm::msm_device`] over the bases from index `first` on (e.g. the
+    /// aux part of a resident A query whose first entries serve the public
+    /// inputs).
+    pub fn msm_device_from<C: GpuCurve>(
+        &self,
+        bases: &DeviceBuffer<C::Affine>,
+        first: usize,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        let available = bases.len().saturating_sub(first);
         let needed = match mask {
             Some(m) if m.len() != scalars.len() => {
                 return Err(MsmError::MaskLength { query: C::PREFIX, mask: m.len(), scalars: scalars.len() })
@@ -603,14 +710,15 @@ impl GpuMsm {
             Some(m) => m.count_ones(),
             None => scalars.len(),
         };
-        if bases.len() < needed {
-            return Err(MsmError::TooFewBases { query: C::PREFIX, needed, available: bases.len() });
+        if available < needed {
+            return Err(MsmError::TooFewBases { query: C::PREFIX, needed, available });
         }
         if needed >= MAX_BASES {
             return Err(too_many(needed));
         }
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
-        let range = BaseRange { ptr: bases.device_ptr(), lo: 0, hi: needed };
+        let ptr = bases.device_ptr() + (first * std::mem::size_of::<C::Affine>()) as u64;
+        let range = BaseRange { ptr, lo: 0, hi: needed };
         let r = self.run::<C>(streams, scratch, &range, scalars, mask)?;
         Ok(r)
     }
@@ -762,10 +870,12 @@ impl GpuMsm {
         s.synchronize().map_err(e)?;
         let (m, ones) = (count[0] as usize, count[1] as usize);
 
+        let bucket_sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
+        let shape = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads);
         // Final points (affine on the host): [ones, window 0, window 1, ...].
         let plan = match m {
             0 => None,
-            _ => Some(plan_windows(m, self.config.window_bits, self.budget()?, xyzz, self.config.target_threads)?),
+            _ => Some(plan_windows(m, self.config.window_bits, self.budget()?, &shape)?),
         };
         let windows = plan.map_or(0, |p| p.windows as usize);
         let finals = scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr();
@@ -832,27 +942,68 @@ impl GpuMsm {
                 .map_err(e)?;
 
                 clock.mark("sort", s)?;
-                // Segments: enough for the target thread count, >= 8 entries,
-                // and >= 4 average buckets. Measured on the H200: with
-                // segments about one bucket long (G2 2^20 at c = 14, G1 2^24
-                // PoRep mix) the fix-up took 78 / 18 ms instead of ~1-2 ms.
+                // Segments: enough for the target thread count (times the
+                // chains per thread), >= 8 entries. XYZZ segments also span
+                // >= 4 average buckets: measured on the H200, with segments
+                // about one bucket long (G2 2^20 at c = 14, G1 2^24 PoRep mix)
+                // the fix-up took 78 / 18 ms instead of ~1-2 ms.
                 let avg_bucket = m.div_ceil(nb);
-                let seg = max_entries.div_ceil(self.config.target_threads).max(8).max(4 * avg_bucket);
+                let seg = match bucket_sum {
+                    BucketSum::Xyzz => max_entries.div_ceil(self.config.target_threads).max(8).max(4 * avg_bucket),
+                    BucketSum::BatchedAffine { .. } => max_entries.div_ceil(shape.segments(max_entries)).max(8),
+                };
                 let nseg = max_entries.div_ceil(seg);
                 let buckets = scratch.buckets.get(g, nbk * xw).map_err(e)?.device_ptr();
                 let head = scratch.head.get(g, nseg * xw).map_err(e)?.device_ptr();
                 let tail = scratch.tail.get(g, nseg * xw).map_err(e)?.device_ptr();
-                // SAFETY: kernels stay within nbk buckets and nseg segments.
-                unsafe {
-                    let k = if self.config.inline_bucket_add { &kc.accumulate_inline } else { &kc.accumulate };
-                    k.launch_u64(
-                        s,
-                        grid(nseg, CURVE_THREADS),
-                        CURVE_THREADS,
-                        &[range.ptr, entries, counts_ptr, nbk as u64, seg as u64, buckets, head, tail],
-                    )
+                match bucket_sum {
+                    BucketSum::Xyzz => {
+                        let k = if self.config.inline_bucket_add { &kc.accumulate_inline } else { &kc.accumulate };
+                        // SAFETY: kernels stay within nbk buckets and nseg segments.
+                        unsafe {
+                            k.launch_u64(
+                                s,
+                                grid(nseg, CURVE_THREADS),
+                                CURVE_THREADS,
+                                &[range.ptr, entries, counts_ptr, nbk as u64, seg as u64, buckets, head, tail],
+                            )
+                        }
+                        .map_err(e)?;
+                    }
+                    BucketSum::BatchedAffine { batch, .. } => {
+                        let batch = batch.max(1) as usize;
+                        // Chain state: affine accumulator (xyzz / 2 bytes),
+                        // prefix product (xyzz / 4), bucket word.
+                        let acc = scratch.chain_acc.get(g, nseg * xw / 2).map_err(e)?.device_ptr();
+                        let prefix = scratch.chain_prefix.get(g, nseg * xw / 4).map_err(e)?.device_ptr();
+                        let cur = scratch.chain_bucket.get(g, nseg).map_err(e)?.device_ptr();
+                        // SAFETY: grid * block * batch >= nseg (nseg <=
+                        // target_threads * batch, far below the grid cap); the
+                        // kernel touches chain slots < nseg only.
+                        unsafe {
+                            kc.accumulate_affine.launch_u64(
+                                s,
+                                grid(nseg.div_ceil(batch), CURVE_THREADS),
+                                CURVE_THREADS,
+                                &[
+                                    range.ptr,
+                                    entries,
+                                    counts_ptr,
+                                    nbk as u64,
+                                    seg as u64,
+                                    batch as u64,
+                                    acc,
+                                    prefix,
+                                    cur,
+                                    buckets,
+                                    head,
+                                    tail,
+                                ],
+                            )
+                        }
+                        .map_err(e)?;
+                    }
                 }
-                .map_err(e)?;
                 clock.mark("accumulate", s)?;
                 // SAFETY: reads off[..=nbk] and the partials accumulate wrote.
                 unsafe {
@@ -1034,7 +1185,7 @@ mod tests {
     #[test]
     fn large_inputs_use_16_bit_windows_in_one_pass() {
         for xyzz in [192, 384] {
-            let p = plan_windows(1 << 26, None, BIG, xyzz, 1 << 17).unwrap();
+            let p = plan_windows(1 << 26, None, BIG, &ScratchShape::xyzz(xyzz, 1 << 17)).unwrap();
             assert_eq!((p.c, p.windows, p.per_pass), (16, 16, 16), "xyzz {xyzz}");
         }
     }
@@ -1042,33 +1193,41 @@ mod tests {
     #[test]
     fn small_inputs_use_small_windows() {
         for m in [1usize, 2, 3, 100, 1000] {
-            let p = plan_windows(m, None, BIG, 192, 1 << 17).unwrap();
+            let p = plan_windows(m, None, BIG, &ScratchShape::xyzz(192, 1 << 17)).unwrap();
             assert!(p.c <= 8, "m = {m}: c = {}", p.c);
             assert_eq!(p.windows, 255 / p.c + 1);
         }
         // G2 buckets weigh more: narrower windows at 2^20 (measured faster).
-        let g1 = plan_windows(1 << 20, None, BIG, 192, 1 << 17).unwrap();
-        let g2 = plan_windows(1 << 20, None, BIG, 384, 1 << 17).unwrap();
+        let g1 = plan_windows(1 << 20, None, BIG, &ScratchShape::xyzz(192, 1 << 17)).unwrap();
+        let g2 = plan_windows(1 << 20, None, BIG, &ScratchShape::xyzz(384, 1 << 17)).unwrap();
         assert!(g2.c < g1.c, "{g1:?} {g2:?}");
     }
 
     #[test]
     fn windows_split_into_passes_under_a_budget() {
         let (m, threads) = (1 << 20, 1 << 17);
-        let per = pass_bytes(m, 1 << 15, 1, 192, threads);
-        let p = plan_windows(m, Some(16), 3 * per, 192, threads).unwrap();
-        assert_eq!(p.per_pass, 3);
-        let e = plan_windows(m, Some(16), per - 1, 192, threads).unwrap_err();
-        assert!(e.to_string().contains("budget"), "{e}");
+        for shape in [
+            ScratchShape::xyzz(192, threads),
+            ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads),
+        ] {
+            let per = pass_bytes(m, 1 << 15, 1, &shape);
+            let p = plan_windows(m, Some(16), 3 * per, &shape).unwrap();
+            assert_eq!(p.per_pass, 3, "{shape:?}");
+            let e = plan_windows(m, Some(16), per - 1, &shape).unwrap_err();
+            assert!(e.to_string().contains("budget"), "{e}");
+        }
+        // Chain state counts: the batched-affine pass needs more scratch.
+        let affine = ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads);
+        assert!(pass_bytes(m, 1 << 15, 1, &affine) > pass_bytes(m, 1 << 15, 1, &ScratchShape::xyzz(192, threads)));
     }
 
     #[test]
     fn window_widths_outside_2_to_24_are_rejected() {
         for c in [0, 1, 25, 64] {
-            assert!(plan_windows(10, Some(c), BIG, 192, 1 << 17).is_err(), "c = {c}");
+            assert!(plan_windows(10, Some(c), BIG, &ScratchShape::xyzz(192, 1 << 17)).is_err(), "c = {c}");
         }
         for c in [2, 16, 24] {
-            assert_eq!(plan_windows(10, Some(c), BIG, 192, 1 << 17).unwrap().c, c);
+            assert_eq!(plan_windows(10, Some(c), BIG, &ScratchShape::xyzz(192, 1 << 17)).unwrap().c, c);
         }
     }
 

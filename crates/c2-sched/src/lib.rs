@@ -85,7 +85,8 @@ impl CancelToken {
 #[derive(Debug)]
 pub struct HostBudget {
     total: usize,
-    used: Mutex<usize>,
+    /// (bytes held now, most ever held at once).
+    used: Mutex<(usize, usize)>,
     freed: Condvar,
 }
 
@@ -99,7 +100,7 @@ pub struct HostPermit {
 impl HostBudget {
     /// A budget of `total` bytes.
     pub fn new(total: usize) -> Arc<Self> {
-        Arc::new(Self { total, used: Mutex::new(0), freed: Condvar::new() })
+        Arc::new(Self { total, used: Mutex::new((0, 0)), freed: Condvar::new() })
     }
 
     /// The budget.
@@ -109,7 +110,12 @@ impl HostBudget {
 
     /// Bytes held now.
     pub fn used(&self) -> usize {
-        *self.used.lock().unwrap_or_else(|p| p.into_inner())
+        self.used.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    /// The most bytes ever held at once (host RAM of the items in flight).
+    pub fn peak(&self) -> usize {
+        self.used.lock().unwrap_or_else(|p| p.into_inner()).1
     }
 
     /// Waits until `bytes` fit, then holds them. Errors: more than the whole
@@ -120,14 +126,15 @@ impl HostBudget {
             return Err(AdmissionError::TooLarge { requested: bytes, budget: self.total });
         }
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        while *used + bytes > self.total {
+        while used.0 + bytes > self.total {
             if cancel.is_some_and(CancelToken::is_cancelled) {
                 return Err(AdmissionError::Cancelled);
             }
             // Timed wait: a cancel does not notify the condition variable.
             used = self.freed.wait_timeout(used, Duration::from_millis(20)).unwrap_or_else(|p| p.into_inner()).0;
         }
-        *used += bytes;
+        used.0 += bytes;
+        used.1 = used.1.max(used.0);
         Ok(HostPermit { budget: self.clone(), bytes })
     }
 }
@@ -135,7 +142,7 @@ impl HostBudget {
 impl Drop for HostPermit {
     fn drop(&mut self) {
         let mut used = self.budget.used.lock().unwrap_or_else(|p| p.into_inner());
-        *used -= self.bytes;
+        used.0 -= self.bytes;
         self.budget.freed.notify_all();
     }
 }
@@ -567,6 +574,7 @@ mod tests {
         let peak = live.peak.load(Ordering::SeqCst);
         assert!((1..=2).contains(&peak), "peak live items {peak}");
         assert_eq!(budget.used(), 0, "every permit returned");
+        assert!(budget.peak() > 0 && budget.peak() <= budget.total(), "peak {}", budget.peak());
     }
 
     #[test]

@@ -11,6 +11,12 @@
 //!
 //! [`RangeAllocator`] is the bookkeeping (first fit, coalescing, aligned);
 //! with the `cuda` feature, `VramPool` backs it with one device slab.
+//!
+//! Parameter residency: with the `cuda` feature, `SrsCache` keeps each
+//! Groth16 parameter set on a device once uploaded, dropping the least
+//! recently used set not in use when a new one needs room
+//! ([`plan_eviction`]), and answers `None` when a set cannot fit (the MSMs
+//! then stream its bases from host memory).
 #![deny(missing_docs)]
 
 use std::collections::BTreeMap;
@@ -19,6 +25,14 @@ use std::collections::BTreeMap;
 mod pool;
 #[cfg(feature = "cuda")]
 pub use pool::{VramBlock, VramPool};
+#[cfg(feature = "cuda")]
+mod srs;
+#[cfg(feature = "cuda")]
+mod stage;
+#[cfg(feature = "cuda")]
+pub use stage::Stager;
+#[cfg(feature = "cuda")]
+pub use srs::{ResidentSrs, SrsCache, SrsSource};
 
 /// Offsets handed out are multiples of this (cudaMalloc's own alignment;
 /// coalesced 128-byte accesses need at least that).
@@ -157,10 +171,59 @@ impl RangeAllocator {
     }
 }
 
+/// A parameter set resident on a device, as eviction sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResidentEntry {
+    /// Device bytes it holds.
+    pub bytes: usize,
+    /// Logical time of its last use (larger = more recent).
+    pub last_use: u64,
+    /// A prover holds it now: it cannot be dropped.
+    pub in_use: bool,
+}
+
+/// Which resident sets to drop, least recently used first, so that `needed`
+/// more bytes fit while `reserve` bytes stay free for per-partition buffers:
+/// `Some(indices)` (possibly empty), or `None` when even dropping every set
+/// not in use would not make room (the caller streams the parameters instead).
+pub fn plan_eviction(entries: &[ResidentEntry], free: usize, reserve: usize, needed: usize) -> Option<Vec<usize>> {
+    let want = needed.checked_add(reserve)?;
+    let mut have = free;
+    let mut order: Vec<usize> = (0..entries.len()).filter(|&i| !entries[i].in_use).collect();
+    order.sort_by_key(|&i| entries[i].last_use);
+    let mut drop = Vec::new();
+    for i in order {
+        if have >= want {
+            break;
+        }
+        have += entries[i].bytes;
+        drop.push(i);
+    }
+    (have >= want).then_some(drop)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
+
+    fn entry(bytes: usize, last_use: u64, in_use: bool) -> ResidentEntry {
+        ResidentEntry { bytes, last_use, in_use }
+    }
+
+    #[test]
+    fn eviction_drops_least_recently_used_sets_not_in_use() {
+        let e = [entry(30, 5, false), entry(20, 1, false), entry(40, 3, true), entry(10, 2, false)];
+        // Enough free already: nothing dropped.
+        assert_eq!(plan_eviction(&e, 100, 10, 90), Some(vec![]));
+        // 25 more needed: the oldest (20 @ 1) then (10 @ 2) go; the set in use stays.
+        assert_eq!(plan_eviction(&e, 50, 10, 65), Some(vec![1, 3]));
+        // Dropping every set not in use (60 bytes) makes room for 100 more, not 101.
+        assert_eq!(plan_eviction(&e, 50, 10, 100), Some(vec![1, 3, 0]));
+        assert_eq!(plan_eviction(&e, 50, 10, 101), None);
+        // Overflowing requests cannot fit.
+        assert_eq!(plan_eviction(&e, 50, usize::MAX, 1), None);
+    }
 
     #[test]
     fn allocates_aligned_and_reports_exhaustion() {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::{Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use c2_msm::{CpuMsm, Msm};
 use c2_ntt::{CpuNtt, Ntt};
@@ -13,18 +13,41 @@ use group::{prime::PrimeCurveAffine, Curve};
 
 use crate::Error;
 
+/// Proves one synthesized partition end to end with its own resources
+/// (e.g. one GPU worker: the whole device-level path, parameters resident).
+/// A [`Backend`] with workers runs one pipeline consumer per worker.
+pub trait PartitionProver: Send + Sync {
+    /// For logs and reports.
+    fn name(&self) -> String;
+
+    /// The proof of `s` with blinding `r`, `s_blind`. `params_key` names the
+    /// parameter set (file and verifying key) for caches that outlive a call.
+    fn prove(
+        &self,
+        s: Synthesized,
+        params: &Parameters<Bls12>,
+        params_key: &str,
+        r: Scalar,
+        s_blind: Scalar,
+    ) -> Result<(Proof<Bls12>, ProveTimings), Error>;
+}
+
 /// The stage implementations a prover uses. `Default` is the CPU path.
 #[derive(Clone)]
 pub struct Backend {
-    /// Computes H.
+    /// Computes H (host-level stage).
     pub ntt: Arc<dyn Ntt>,
-    /// Computes the MSMs.
+    /// Computes the MSMs (host-level stage).
     pub msm: Arc<dyn Msm>,
+    /// Whole-partition provers (e.g. two per GPU); when not empty they prove
+    /// the partitions, one pipeline consumer each, and `ntt` / `msm` serve
+    /// only callers that use the stages directly.
+    pub workers: Vec<Arc<dyn PartitionProver>>,
 }
 
 impl Default for Backend {
     fn default() -> Self {
-        Self { ntt: Arc::new(CpuNtt), msm: Arc::new(CpuMsm) }
+        Self::staged(Arc::new(CpuNtt), Arc::new(CpuMsm))
     }
 }
 
@@ -34,23 +57,22 @@ impl Backend {
         Self::default()
     }
 
+    /// Host-level stages only: H by `ntt`, the MSMs by `msm`.
+    pub fn staged(ntt: Arc<dyn Ntt>, msm: Arc<dyn Msm>) -> Self {
+        Self { ntt, msm, workers: Vec::new() }
+    }
+
     /// The fastest stages this build and host offer: with the `cuda` feature
-    /// and a CUDA device, the GPU NTT and the GPU MSM on device 0; otherwise
-    /// the CPU. Says which, and why, in one log line (warn level when
-    /// falling back).
+    /// and CUDA devices, the whole GPU path on every device
+    /// ([`crate::gpu::GpuBackendConfig::default`]: two workers per device,
+    /// parameters resident) and the GPU stages of device 0 for direct use;
+    /// otherwise the CPU. Says which, and why, in one log line (warn level
+    /// when falling back).
     pub fn auto() -> Self {
         #[cfg(feature = "cuda")]
         {
-            let gpu = c2_cuda::Gpu::open(0).map_err(|e| e.to_string()).and_then(|gpu| {
-                let ntt = c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?;
-                let msm = c2_msm::gpu::GpuMsm::new(gpu).map_err(|e| e.to_string())?;
-                Ok((ntt, msm))
-            });
-            match gpu {
-                Ok((ntt, msm)) => {
-                    log::info!("porep-c2: NTT and MSM on the GPU ({})", ntt.gpu().info().name);
-                    return Self { ntt: Arc::new(ntt), msm: Arc::new(msm) };
-                }
+            match crate::gpu::gpu_backend(&crate::gpu::GpuBackendConfig::default()) {
+                Ok(b) => return b,
                 Err(e) => log::warn!("porep-c2: {e}; proving on the CPU"),
             }
         }
@@ -62,7 +84,12 @@ impl Backend {
 
 impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Backend {{ ntt: {}, msm: {} }}", self.ntt.name(), self.msm.name())
+        if self.workers.is_empty() {
+            write!(f, "Backend {{ ntt: {}, msm: {} }}", self.ntt.name(), self.msm.name())
+        } else {
+            let w: Vec<String> = self.workers.iter().map(|w| w.name()).collect();
+            write!(f, "Backend {{ workers: [{}] }}", w.join(", "))
+        }
     }
 }
 
@@ -83,6 +110,74 @@ pub struct ProveTimings {
     pub msm_b_g2: Duration,
     /// Blinding and assembly.
     pub assemble: Duration,
+    /// Device-side times from CUDA events (the GPU workers' path only).
+    pub gpu: Option<GpuTimes>,
+}
+
+/// One partition on a GPU, from CUDA events (kernel and copy time, ms) and
+/// host clocks.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct GpuTimes {
+    /// Device ordinal.
+    pub device: usize,
+    /// Worker on that device.
+    pub worker: usize,
+    /// Host: queuing the uploads (the host copies into the pinned staging
+    /// slots; the last chunk's DMA may still run).
+    pub stage: Duration,
+    /// Host: waiting for / uploading the parameter set (zero once resident).
+    pub params: Duration,
+    /// Parameters were resident (else the MSMs streamed them from host).
+    pub params_resident: bool,
+    /// a, b, c, aux and inputs over PCIe (events around the copies).
+    pub upload_ms: f32,
+    /// compute_h kernels.
+    pub ntt_ms: f32,
+    /// H MSM kernels (first to last event of the MSM's stages).
+    pub msm_h_ms: f32,
+    /// L MSM kernels.
+    pub msm_l_ms: f32,
+    /// A MSMs.
+    pub msm_a_ms: f32,
+    /// B MSMs in G1.
+    pub msm_b_g1_ms: f32,
+    /// B MSMs in G2.
+    pub msm_b_g2_ms: f32,
+}
+
+impl GpuTimes {
+    /// NTT and MSM kernel time, ms (copies excluded).
+    pub fn kernel_ms(&self) -> f32 {
+        self.ntt_ms + self.msm_h_ms + self.msm_l_ms + self.msm_a_ms + self.msm_b_g1_ms + self.msm_b_g2_ms
+    }
+}
+
+/// The unblinded sums of one proof (the five MSMs; A and B include the
+/// input parts).
+pub(crate) struct Sums {
+    pub h: G1Projective,
+    pub l: G1Projective,
+    pub a: G1Projective,
+    pub b_g1: G1Projective,
+    pub b_g2: G2Projective,
+}
+
+/// Blinds with `r`, `s` and assembles, in bellperson's grouping.
+pub(crate) fn assemble(vk: &VerifyingKey<Bls12>, r: Scalar, s_blind: Scalar, sums: &Sums) -> Proof<Bls12> {
+    // A = alpha + sum a_i(tau) z_i + r delta
+    let g_a = vk.delta_g1 * r + vk.alpha_g1 + sums.a;
+    // B = beta + sum b_i(tau) z_i + s delta (in G2)
+    let g_b = vk.delta_g2 * s_blind + vk.beta_g2 + sums.b_g2;
+    // C = s A' + r B'_G1 + rs delta + s alpha + r beta + H + L, where A'
+    // and B' are the unblinded sums; this is bellperson's grouping.
+    let g_c = sums.a * s_blind
+        + sums.b_g1 * r
+        + vk.delta_g1 * (r * s_blind)
+        + vk.alpha_g1 * s_blind
+        + vk.beta_g1 * r
+        + sums.h
+        + sums.l;
+    Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() }
 }
 
 /// Checks that `params` fit the synthesized circuit, query by query. A
@@ -118,7 +213,7 @@ pub fn check_parameters(s: &Synthesized, params: &Parameters<Bls12>) -> Result<(
     Ok(())
 }
 
-fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
+pub(crate) fn timed<T>(slot: &mut Duration, f: impl FnOnce() -> T) -> T {
     let t = Instant::now();
     let r = f();
     *slot = t.elapsed();
@@ -173,23 +268,8 @@ pub fn prove_synthesized(
         Ok(inputs_part + aux_part)
     })?;
 
-    let proof = timed(&mut t.assemble, || {
-        let vk = &params.vk;
-        // A = alpha + sum a_i(tau) z_i + r delta
-        let g_a = vk.delta_g1 * r + vk.alpha_g1 + a_acc;
-        // B = beta + sum b_i(tau) z_i + s delta (in G2)
-        let g_b = vk.delta_g2 * s_blind + vk.beta_g2 + b2_acc;
-        // C = s A' + r B'_G1 + rs delta + s alpha + r beta + H + L, where A'
-        // and B' are the unblinded sums; this is bellperson's grouping.
-        let g_c = a_acc * s_blind
-            + b1_acc * r
-            + vk.delta_g1 * (r * s_blind)
-            + vk.alpha_g1 * s_blind
-            + vk.beta_g1 * r
-            + h_acc
-            + l_acc;
-        Proof { a: g_a.to_affine(), b: g_b.to_affine(), c: g_c.to_affine() }
-    });
+    let sums = Sums { h: h_acc, l: l_acc, a: a_acc, b_g1: b1_acc, b_g2: b2_acc };
+    let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
     Ok((proof, t))
 }
 

@@ -14,13 +14,18 @@
 //!
 //! The stages are separate crates behind small traits: [`c2_synth`]
 //! (circuits), [`c2_ntt::Ntt`] (H), [`c2_msm::Msm`] (MSMs) and [`c2_sched`]
-//! (the pipeline). [`Backend`] picks the NTT and MSM implementations.
+//! (the pipeline). [`Backend`] picks the NTT and MSM implementations, or
+//! whole-partition workers ([`PartitionProver`]; with the `cuda` feature,
+//! `gpu::GpuProver`: the device-level GPU path, parameters resident).
 #![deny(missing_docs)]
 
 pub mod demo;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 mod groth16;
 mod params;
 mod prover;
+pub mod synthetic;
 
 pub use c2_msm::{Density, Msm};
 pub use c2_ntt::Ntt;
@@ -28,7 +33,7 @@ pub use c2_sched::{AdmissionError, CancelToken, HostBudget, PipelineConfig};
 pub use c2_synth::{instance_from_c1, PorepInstance, Synthesized};
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 pub use filecoin_proofs_api::{ProverId, SectorId};
-pub use groth16::{check_parameters, prove_synthesized, Backend, ProveTimings};
+pub use groth16::{check_parameters, prove_synthesized, Backend, GpuTimes, PartitionProver, ProveTimings};
 pub use params::{
     params_path, read_parameters, read_verifying_key, verifying_key_path, write_parameters,
     ParamsError, ParamsSource, DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV,
@@ -142,6 +147,10 @@ pub enum Error {
     /// The MSM stage failed.
     #[error(transparent)]
     Msm(#[from] c2_msm::MsmError),
+    /// A device failed outside the NTT and MSM stages (memory, copies,
+    /// parameter residency).
+    #[error("device: {0}")]
+    Device(String),
     /// Explicit randomness has the wrong number of pairs.
     #[error("{given} (r, s) pairs given for {partitions} partitions")]
     Randomness {
@@ -178,7 +187,9 @@ impl Error {
     pub fn is_backend_failure(&self) -> bool {
         matches!(
             self,
-            Error::Ntt(c2_ntt::NttError::Backend { .. }) | Error::Msm(c2_msm::MsmError::Backend { .. })
+            Error::Ntt(c2_ntt::NttError::Backend { .. })
+                | Error::Msm(c2_msm::MsmError::Backend { .. })
+                | Error::Device(_)
         )
     }
 }

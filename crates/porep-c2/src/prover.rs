@@ -11,7 +11,7 @@ use ff::Field;
 use rand::SeedableRng;
 use rand_core::{OsRng, RngCore};
 
-use crate::groth16::{prove_synthesized, ProveTimings};
+use crate::groth16::{prove_synthesized, Backend, ProveTimings};
 use crate::{
     Error, ProverConfig, ProverId, Randomness, SealCommitPhase1Output, SealCommitPhase2Output,
     SectorId, SINGLE_PARTITION_PROOF_LEN,
@@ -37,6 +37,50 @@ pub struct PartitionReport {
     /// When the primary backend failed and the partition was synthesized
     /// again and proved on `ProverConfig::retry_backend`: the failure.
     pub retried_after: Option<String>,
+}
+
+impl PartitionReport {
+    /// One partition's timeline on one line: host stages, then (GPU workers)
+    /// the CUDA-event times.
+    pub fn timeline(&self) -> String {
+        let p = self;
+        let mut line = format!(
+            "partition {:>2}: synth {:.2} s, queue {:.2} s, prove {:.2} s (ntt {:.2}, msm H {:.2} L {:.2} A {:.2} B1 {:.2} B2 {:.2}, assemble {:.3})",
+            p.partition,
+            p.synthesis.as_secs_f64(),
+            p.queue_wait.as_secs_f64(),
+            p.prove.as_secs_f64(),
+            p.steps.ntt.as_secs_f64(),
+            p.steps.msm_h.as_secs_f64(),
+            p.steps.msm_l.as_secs_f64(),
+            p.steps.msm_a.as_secs_f64(),
+            p.steps.msm_b_g1.as_secs_f64(),
+            p.steps.msm_b_g2.as_secs_f64(),
+            p.steps.assemble.as_secs_f64()
+        );
+        if let Some(g) = &p.steps.gpu {
+            line += &format!(
+                " | cuda:{}/{}: staging {:.0} ms, parameters {:.0} ms | events ms: upload {:.1} ntt {:.1} H {:.1} L {:.1} A {:.1} B1 {:.1} B2 {:.1} = kernels {:.1}{}",
+                g.device,
+                g.worker,
+                g.stage.as_secs_f64() * 1e3,
+                g.params.as_secs_f64() * 1e3,
+                g.upload_ms,
+                g.ntt_ms,
+                g.msm_h_ms,
+                g.msm_l_ms,
+                g.msm_a_ms,
+                g.msm_b_g1_ms,
+                g.msm_b_g2_ms,
+                g.kernel_ms(),
+                if g.params_resident { "" } else { " (parameters streamed)" }
+            );
+        }
+        if let Some(why) = &p.retried_after {
+            line += &format!(" | retried after: {why}");
+        }
+        line
+    }
 }
 
 /// What a whole proof cost.
@@ -164,25 +208,32 @@ pub fn prove_instance(
     }
 
     let backend = &config.backend;
-    let consumer = |k: usize, s: c2_synth::Synthesized| -> Result<_, Error> {
-        let shape = (s.num_constraints(), s.num_aux());
-        let (r, s_blind) = blinding[k];
-        match prove_synthesized(s, params, r, s_blind, backend) {
-            Ok((proof, steps)) => Ok((proof, shape, steps, None)),
-            Err(e) if e.is_backend_failure() && config.retry_backend.is_some() => {
-                let retry = config.retry_backend.as_ref().expect("checked");
-                log::warn!("porep-c2: partition {k}: {e}; synthesizing it again and proving on {retry:?}");
-                // Synthesis consumed its vectors in the failed run; it is
-                // deterministic, so a second run gives the same circuit.
-                let again = instance.synthesize_partition(k)?;
-                let (proof, steps) = prove_synthesized(again, params, r, s_blind, retry)?;
-                Ok((proof, shape, steps, Some(e.to_string())))
+    let key = params_key(instance.parameter_id(), params);
+    // One consumer per worker (GPU workers), or one for the staged stages.
+    let consumers: Vec<_> = (0..backend.workers.len().max(1))
+        .map(|w| {
+            let key = key.as_str();
+            move |k: usize, s: c2_synth::Synthesized| -> Result<_, Error> {
+                let shape = (s.num_constraints(), s.num_aux());
+                let (r, s_blind) = blinding[k];
+                match prove_on(backend, w, s, params, key, r, s_blind) {
+                    Ok((proof, steps)) => Ok((proof, shape, steps, None)),
+                    Err(e) if e.is_backend_failure() && config.retry_backend.is_some() => {
+                        let retry = config.retry_backend.as_ref().expect("checked");
+                        log::warn!("porep-c2: partition {k}: {e}; synthesizing it again and proving on {retry:?}");
+                        // Synthesis consumed its vectors in the failed run; it is
+                        // deterministic, so a second run gives the same circuit.
+                        let again = instance.synthesize_partition(k)?;
+                        let (proof, steps) = prove_on(retry, w, again, params, key, r, s_blind)?;
+                        Ok((proof, shape, steps, Some(e.to_string())))
+                    }
+                    Err(e) => Err(e),
+                }
             }
-            Err(e) => Err(e),
-        }
-    };
+        })
+        .collect();
     let out = Pipeline::new(config.pipeline.clone())
-        .run(partitions, |k| instance.synthesize_partition(k).map_err(Error::from), vec![consumer])
+        .run(partitions, |k| instance.synthesize_partition(k).map_err(Error::from), consumers)
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
             SchedError::Cancelled => Error::Cancelled,
@@ -220,6 +271,32 @@ pub fn prove_instance(
     }
     report.total = start.elapsed();
     Ok((bytes, report))
+}
+
+/// Proves on `backend`: its worker `w` (modulo the workers it has), or its
+/// host-level stages when it has none.
+fn prove_on(
+    backend: &Backend,
+    w: usize,
+    s: c2_synth::Synthesized,
+    params: &Parameters<Bls12>,
+    key: &str,
+    r: Scalar,
+    s_blind: Scalar,
+) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+    match backend.workers.len() {
+        0 => prove_synthesized(s, params, r, s_blind, backend),
+        n => backend.workers[w % n].prove(s, params, key, r, s_blind),
+    }
+}
+
+/// Names a parameter set for device caches: the file's cache identifier
+/// and the start of its verifying key's delta (random per setup, so two
+/// setups under one name never share a cache entry).
+fn params_key(parameter_id: &str, params: &Parameters<Bls12>) -> String {
+    let delta = params.vk.delta_g1.to_compressed();
+    let hex: String = delta[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{parameter_id}#{hex}")
 }
 
 /// Verifies each partition's proof against its public inputs with the
