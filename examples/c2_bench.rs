@@ -104,6 +104,11 @@ fn main() {
         config.pipeline.item_bytes = (partition_gb * 1e9) as usize;
     }
     config.randomness = Randomness::Os;
+    if synthetic {
+        // Random parameters: verification would fail by design.
+        config.verify = false;
+        config.check_vanilla_proofs = false;
+    }
 
     // The job: a real C1 output, or the tiny demo sector with its parameters.
     type Job = Box<dyn Fn() -> Result<ProofReport, porep_c2::Error> + Send + Sync>;
@@ -119,8 +124,7 @@ fn main() {
                 t.elapsed(),
                 shape.host_bytes() as f64 / 1e9
             );
-            // Random parameters: verification would fail by design.
-            let config = ProverConfig { verify: false, check_vanilla_proofs: false, ..config.clone() };
+            let config = config.clone();
             let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); synthetic_partitions];
             let job: Job = Box::new(move || prove_instance(&instance, &params, &blinding, &config).map(|(_, r)| r));
             let name = format!(
