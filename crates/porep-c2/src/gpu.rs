@@ -111,6 +111,9 @@ pub struct GpuProver {
     resident: bool,
     stream: Stream,
     /// Pinned staging slots and copy stream for the partition's vectors.
+    /// Held for a whole partition: one partition at a time per worker, also
+    /// when several proofs share the backend (the stream, events and MSM
+    /// scratch are the worker's).
     stager: Mutex<Stager<Scalar>>,
     marks: [Event; 3],
 }
@@ -211,6 +214,7 @@ impl PartitionProver for GpuProver {
         s_blind: Scalar,
     ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
         check_parameters(&s, params)?;
+        let mut stager = self.stager.lock().map_err(|_| dev("GPU worker poisoned by a panic"))?;
         let mut t = ProveTimings::default();
         let mut g = GpuTimes { device: self.device, worker: self.worker, ..Default::default() };
         let Synthesized {
@@ -246,7 +250,6 @@ impl PartitionProver for GpuProver {
         let e = |x: GpuError| dev(x);
         let [m0, m1, m2] = &self.marks;
         let (mut d_a, mut d_b, mut d_c, d_aux, d_in) = {
-            let mut stager = self.stager.lock().map_err(|_| dev("staging slots poisoned by a panic"))?;
             let clock = Instant::now();
             m0.record(stager.stream()).map_err(e)?;
             let d = (
