@@ -72,20 +72,7 @@ where
     P: Group + Curve + Send + Sync,
     P::AffineRepr: PrimeCurveAffine + Send + Sync,
 {
-    const CHUNK: usize = 1 << 12;
-    let mut out = vec![P::AffineRepr::identity(); n];
-    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, c)| {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed ^ ((k as u64) << 24));
-        let (mut p, q) = (P::random(&mut rng), P::random(&mut rng));
-        let proj: Vec<P> = (0..c.len())
-            .map(|_| {
-                let cur = p;
-                p += q;
-                cur
-            })
-            .collect();
-        P::batch_normalize(&proj, c);
-    });
+    let mut out = porep_c2::synthetic::random_points::<P>(n, seed);
     if infinity {
         for i in (0..n).step_by(997) {
             out[i] = P::AffineRepr::identity();

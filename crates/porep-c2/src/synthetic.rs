@@ -106,9 +106,9 @@ fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
     v
 }
 
-/// `n` distinct random points: a random start and step per chunk, walked
-/// and normalised in batches.
-fn random_points<P>(n: usize, seed: u64) -> Vec<P::AffineRepr>
+/// `n` distinct random points (no infinity): a random start and step per
+/// chunk, walked and normalised in batches (on all cores).
+pub fn random_points<P>(n: usize, seed: u64) -> Vec<P::AffineRepr>
 where
     P: Group + Curve + Send + Sync,
     P::AffineRepr: PrimeCurveAffine + Send + Sync,
