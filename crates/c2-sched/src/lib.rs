@@ -11,7 +11,8 @@
 //! Across pipelines (several proofs in flight), a shared [`HostBudget`]
 //! admits an item only when its host bytes fit: a producer waits for room
 //! before it starts, and the bytes come back when the consumer is done with
-//! the item. A [`CancelToken`] stops a run between items.
+//! the item; waiting items are admitted by [`PipelineConfig::priority`], then
+//! in arrival order. A [`CancelToken`] stops a run between items.
 //!
 //! The pipeline knows nothing about circuits: items and results are generic,
 //! so the same scheduler serves proofs, benchmarks and tests.
@@ -49,11 +50,15 @@ pub struct PipelineConfig {
     pub item_bytes: usize,
     /// Stops the run between items when cancelled.
     pub cancel: Option<CancelToken>,
+    /// Admission priority of this run's items on the shared `host_budget`:
+    /// while items wait for room, higher priorities are admitted first (then
+    /// first come, first served). Default 0.
+    pub priority: i32,
 }
 
 impl Default for PipelineConfig {
     fn default() -> Self {
-        Self { synthesis_workers: 1, queue_depth: 1, host_budget: None, item_bytes: 0, cancel: None }
+        Self { synthesis_workers: 1, queue_depth: 1, host_budget: None, item_bytes: 0, cancel: None, priority: 0 }
     }
 }
 
@@ -80,14 +85,31 @@ impl CancelToken {
 }
 
 /// A byte budget of host memory, shared (`Arc`) by the pipelines that
-/// should not together exceed it. Waiting is fair enough for our use: a
-/// waiter re-checks whenever bytes come back.
+/// should not together exceed it. Waiters are served by priority, then in
+/// arrival order: a request is admitted only when it fits and no waiter
+/// ahead of it is still waiting (so a large urgent item is not starved by a
+/// stream of small ones).
 #[derive(Debug)]
 pub struct HostBudget {
     total: usize,
-    /// (bytes held now, most ever held at once).
-    used: Mutex<(usize, usize)>,
+    state: Mutex<BudgetState>,
     freed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct BudgetState {
+    used: usize,
+    peak: usize,
+    next_ticket: u64,
+    /// Waiting requests: (priority, ticket).
+    waiting: Vec<(i32, u64)>,
+}
+
+impl BudgetState {
+    /// True when no waiter other than `me` comes before it.
+    fn first_in_line(&self, me: (i32, u64)) -> bool {
+        !self.waiting.iter().any(|&(p, t)| (p, std::cmp::Reverse(t)) > (me.0, std::cmp::Reverse(me.1)))
+    }
 }
 
 /// Bytes held from a [`HostBudget`]; returned on drop.
@@ -100,7 +122,7 @@ pub struct HostPermit {
 impl HostBudget {
     /// A budget of `total` bytes.
     pub fn new(total: usize) -> Arc<Self> {
-        Arc::new(Self { total, used: Mutex::new((0, 0)), freed: Condvar::new() })
+        Arc::new(Self { total, state: Mutex::new(BudgetState::default()), freed: Condvar::new() })
     }
 
     /// The budget.
@@ -110,39 +132,67 @@ impl HostBudget {
 
     /// Bytes held now.
     pub fn used(&self) -> usize {
-        self.used.lock().unwrap_or_else(|p| p.into_inner()).0
+        self.lock().used
     }
 
     /// The most bytes ever held at once (host RAM of the items in flight).
     pub fn peak(&self) -> usize {
-        self.used.lock().unwrap_or_else(|p| p.into_inner()).1
+        self.lock().peak
     }
 
-    /// Waits until `bytes` fit, then holds them. Errors: more than the whole
-    /// budget ([`AdmissionError::TooLarge`], waiting would never end), or
-    /// `cancel` set while waiting ([`AdmissionError::Cancelled`]).
+    /// Requests waiting for room now.
+    pub fn waiting(&self) -> usize {
+        self.lock().waiting.len()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BudgetState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Waits until `bytes` fit, then holds them (priority 0). Errors: more
+    /// than the whole budget ([`AdmissionError::TooLarge`], waiting would
+    /// never end), or `cancel` set while waiting ([`AdmissionError::Cancelled`]).
     pub fn acquire(self: &Arc<Self>, bytes: usize, cancel: Option<&CancelToken>) -> Result<HostPermit, AdmissionError> {
+        self.acquire_with_priority(bytes, 0, cancel)
+    }
+
+    /// [`HostBudget::acquire`] with a priority: among waiting requests,
+    /// higher priorities are admitted first, equal ones in arrival order.
+    pub fn acquire_with_priority(
+        self: &Arc<Self>,
+        bytes: usize,
+        priority: i32,
+        cancel: Option<&CancelToken>,
+    ) -> Result<HostPermit, AdmissionError> {
         if bytes > self.total {
             return Err(AdmissionError::TooLarge { requested: bytes, budget: self.total });
         }
-        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        while used.0 + bytes > self.total {
+        let mut st = self.lock();
+        let me = (priority, st.next_ticket);
+        st.next_ticket += 1;
+        st.waiting.push(me);
+        let result = loop {
+            if st.used + bytes <= self.total && st.first_in_line(me) {
+                st.used += bytes;
+                st.peak = st.peak.max(st.used);
+                break Ok(HostPermit { budget: self.clone(), bytes });
+            }
             if cancel.is_some_and(CancelToken::is_cancelled) {
-                return Err(AdmissionError::Cancelled);
+                break Err(AdmissionError::Cancelled);
             }
             // Timed wait: a cancel does not notify the condition variable.
-            used = self.freed.wait_timeout(used, Duration::from_millis(20)).unwrap_or_else(|p| p.into_inner()).0;
-        }
-        used.0 += bytes;
-        used.1 = used.1.max(used.0);
-        Ok(HostPermit { budget: self.clone(), bytes })
+            st = self.freed.wait_timeout(st, Duration::from_millis(20)).unwrap_or_else(|p| p.into_inner()).0;
+        };
+        st.waiting.retain(|&w| w != me);
+        // The line moved: the next waiter may fit now.
+        self.freed.notify_all();
+        result
     }
 }
 
 impl Drop for HostPermit {
     fn drop(&mut self) {
-        let mut used = self.budget.used.lock().unwrap_or_else(|p| p.into_inner());
-        used.0 -= self.bytes;
+        self.budget.lock().used -= self.bytes;
         self.budget.freed.notify_all();
     }
 }
@@ -306,7 +356,8 @@ impl Pipeline {
                         if index >= jobs {
                             break;
                         }
-                        let permit = match budget.map(|b| b.acquire(cost(index), cancel)).transpose() {
+                        let priority = self.config.priority;
+                        let permit = match budget.map(|b| b.acquire_with_priority(cost(index), priority, cancel)).transpose() {
                             Ok(p) => p,
                             Err(e) => {
                                 stop.store(true, Ordering::Relaxed);
@@ -547,6 +598,7 @@ mod tests {
             host_budget: Some(budget.clone()),
             item_bytes: 10,
             cancel: None,
+            priority: 0,
         };
         std::thread::scope(|s| {
             for _ in 0..2 {
@@ -634,5 +686,36 @@ mod tests {
             Pipeline::default().run(1, Ok, consumers),
             Err(SchedError::NoConsumer)
         ));
+    }
+
+    #[test]
+    fn waiting_requests_are_admitted_by_priority_then_arrival() {
+        let budget = HostBudget::new(10);
+        let first = budget.acquire(10, None).unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let handles: Vec<_> = [("low", 0), ("high", 5), ("mid", 1), ("low2", 0)]
+            .into_iter()
+            .enumerate()
+            .map(|(n, (label, priority))| {
+                let (mine, order) = (budget.clone(), order.clone());
+                let h = std::thread::spawn(move || {
+                    let permit = mine.acquire_with_priority(10, priority, None).unwrap();
+                    order.lock().unwrap().push(label);
+                    std::thread::sleep(Duration::from_millis(10));
+                    drop(permit);
+                });
+                // Arrival order is the spawn order: wait until it queued.
+                while budget.waiting() < n + 1 {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                h
+            })
+            .collect();
+        drop(first);
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec!["high", "mid", "low", "low2"]);
+        assert_eq!((budget.used(), budget.waiting(), budget.peak()), (0, 0, 10));
     }
 }
