@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::synthetic::{SyntheticPorep, SyntheticShape};
-use porep_c2::{prove_instance, HostBudget, PipelineConfig, PorepInstance, ProofReport, ProverConfig};
+use porep_c2::{prove_instance, HostBudget, PipelineConfig, ProofReport, ProverConfig};
 
 use crate::Report;
 
@@ -94,6 +94,5 @@ pub fn bench(
         ));
         println!("{}", r.bench.last().expect("pushed"));
     }
-    let _ = instance.num_partitions();
     Ok(())
 }
