@@ -61,10 +61,13 @@ struct BenchReport {
     proofs: usize,
     wall_s: f64,
     seconds_per_proof: f64,
-    /// Sum of the partitions' GPU kernel times (CUDA events) over wall time
-    /// and devices, percent; absent on the CPU. Kernels of two workers on
-    /// one device may overlap, so this can overstate busy time.
+    /// GPU busy time over wall time, percent, averaged over devices: per
+    /// device the union of the partitions' kernel spans (CUDA events on a
+    /// common per-device origin); absent on the CPU.
     kernel_busy_percent: Option<f64>,
+    /// The sum of the partitions' kernel times over wall time and devices,
+    /// percent: overstates busy time when two workers' kernels overlap.
+    kernel_time_sum_percent: Option<f64>,
     runs: Vec<ProofRun>,
 }
 
@@ -200,8 +203,11 @@ fn main() {
     let wall_s = start.elapsed().as_secs_f64();
     let gpu_parts: Vec<_> = runs.iter().flat_map(|r| r.report.partitions.iter()).filter_map(|p| p.steps.gpu.as_ref()).collect();
     let devices = gpu_parts.iter().map(|g| g.device).collect::<std::collections::BTreeSet<_>>().len();
-    let kernel_busy_percent = (!gpu_parts.is_empty())
-        .then(|| 100.0 * gpu_parts.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3 / (wall_s * devices as f64));
+    let per_device = |ms: f64| 100.0 * ms / 1e3 / (wall_s * devices as f64);
+    let busy = porep_c2::device_busy_ms(gpu_parts.iter().copied());
+    let kernel_busy_percent = (!gpu_parts.is_empty()).then(|| per_device(busy.iter().map(|(_, ms)| ms).sum()));
+    let kernel_time_sum_percent =
+        (!gpu_parts.is_empty()).then(|| per_device(gpu_parts.iter().map(|g| g.kernel_ms() as f64).sum()));
     let host_peak = config.pipeline.host_budget.as_ref().map(|b| b.peak());
     let report = BenchReport {
         sector,
@@ -210,6 +216,7 @@ fn main() {
         wall_s,
         seconds_per_proof: wall_s / total as f64,
         kernel_busy_percent,
+        kernel_time_sum_percent,
         runs,
     };
     println!(
@@ -220,8 +227,12 @@ fn main() {
         concurrent,
         report.runs.iter().map(|r| r.wall_s).sum::<f64>() / total as f64
     );
-    if let Some(b) = kernel_busy_percent {
-        println!("GPU kernel time / wall time: {b:.0}% per device over {devices} device(s) (CUDA events)");
+    if let (Some(b), Some(sum)) = (kernel_busy_percent, kernel_time_sum_percent) {
+        let each: Vec<String> = busy.iter().map(|(d, ms)| format!("cuda:{d} {:.0}%", 100.0 * ms / 1e3 / wall_s)).collect();
+        println!(
+            "GPU busy (union of kernel spans, CUDA events) / wall: {b:.0}% per device over {devices} device(s) [{}]; sum of kernel times / wall: {sum:.0}%",
+            each.join(", ")
+        );
     }
     if let Some(peak) = host_peak {
         println!("host memory budget: peak {:.1} GB held by partitions in flight", peak as f64 / 1e9);

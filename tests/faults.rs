@@ -78,6 +78,7 @@ impl PartitionProver for CpuWorker {
     fn prove(
         &self,
         s: Synthesized,
+        _host: Option<porep_c2::HostPermit>,
         params: &bellperson::groth16::Parameters<blstrs::Bls12>,
         params_key: &str,
         r: Scalar,

@@ -56,6 +56,24 @@ fn synthetic_circuit_proofs_are_bellpersons() {
     assert!(!verify_proof(&pvk, &ours[0], &[circuits[0].output() + Scalar::ONE]).unwrap());
 }
 
+/// The peer benchmark's premise: the 32 GiB-shaped circuit (scaled far
+/// down), with its random parameters and fixed r, s, proves to bellperson's
+/// bytes through the facade (so on the GPU, the peer provers' bytes must
+/// equal ours too; the device runner checks that).
+#[test]
+fn shaped_circuit_proofs_are_bellpersons() {
+    use porep_c2::synthetic::{random_parameters, ShapedPorep, SyntheticShape};
+    let shape = SyntheticShape::porep_32gib().scaled(16384);
+    let instance = ShapedPorep::new(shape.clone(), 2);
+    let params = random_parameters(&shape, 7);
+    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); 2];
+    let (r_s, s_s): (Vec<_>, Vec<_>) = pairs.iter().copied().unzip();
+    let theirs = create_proof_batch(vec![instance.circuit(0), instance.circuit(1)], &params, r_s, s_s).unwrap();
+    let config = ProverConfig { verify: false, check_vanilla_proofs: false, ..ProverConfig::default() };
+    let (ours, _) = prove_instance(&instance, &params, &pairs, &config).unwrap();
+    assert_eq!(ours, proof_bytes(&theirs));
+}
+
 #[test]
 fn tiny_stacked_drg_proofs_are_bellpersons_and_verify() {
     let instance = demo::tiny_instance(&tiny_config()).unwrap();

@@ -10,6 +10,9 @@
 //!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2]
 //!         (32 GiB-shaped synthetic partitions through the library's GPU workers)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
+//!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR]
+//!         (the shaped circuit through our GPU workers; bytes and times vs peer-prove's files in DIR)
+//!     [--only registered]  (registered 2 KiB: GPU proof == CPU proof, verify_seal accepts it)
 //! ```
 //! Exit status 0 only when every differential check passed; with no GPU it
 //! says so and exits 2 (a skip, never a silent pass).
@@ -27,6 +30,8 @@ use rayon::prelude::*;
 mod facade;
 mod msm;
 mod partition;
+mod peers;
+mod registered;
 
 struct Report {
     checks: Vec<(String, bool)>,
@@ -396,6 +401,15 @@ fn main() {
     let gpus: Vec<usize> = list("--gpus", &[1]).iter().map(|&g| g as usize).collect();
     // --only affine: batched-affine bucket sums vs XYZZ (batch x threads).
     let run_affine = only.as_deref() == Some("affine");
+    // --only peers: the shaped circuit side by side with peer-prove's runs.
+    let run_peers = only.as_deref() == Some("peers");
+    let peer_scale = list("--peer-scale", &[4]).first().copied().unwrap_or(4) as usize;
+    let peer_partitions = list("--peer-partitions", &[1]).first().copied().unwrap_or(1) as usize;
+    let peer_reps = list("--peer-reps", &[2]).first().copied().unwrap_or(2) as usize;
+    let peer_seed = list("--peer-seed", &[7]).first().copied().unwrap_or(7) as u64;
+    let peer_dir = args.iter().position(|a| a == "--peer-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
+    // --only registered: the registered 2 KiB proof type through verify_seal.
+    let run_registered = only.as_deref() == Some("registered");
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -456,6 +470,16 @@ fn main() {
     if run_partition {
         if let Err(e) = partition::bench(&mut report, partition_scale, partitions, proofs, &workers, &gpus) {
             report.check(format!("partition bench aborted: {e}"), false);
+        }
+    }
+    if run_peers {
+        if let Err(e) = peers::compare(&mut report, peer_scale, peer_partitions, peer_reps, peer_seed, peer_dir.as_deref()) {
+            report.check(format!("peer comparison aborted: {e}"), false);
+        }
+    }
+    if run_registered {
+        if let Err(e) = registered::check(&mut report) {
+            report.check(format!("registered 2 KiB check aborted: {e}"), false);
         }
     }
     if !skip_bench && run_ntt {

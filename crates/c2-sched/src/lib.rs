@@ -273,8 +273,9 @@ struct Produced<I> {
     item: I,
     produce: Duration,
     ready_at: Instant,
-    /// Host bytes held until the consumer is done with the item.
-    _permit: Option<HostPermit>,
+    /// Host bytes held until the consumer drops them (with the item, or
+    /// earlier).
+    permit: Option<HostPermit>,
 }
 
 fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
@@ -328,6 +329,38 @@ impl Pipeline {
         P: Fn(usize) -> Result<I, E> + Sync,
         C: FnMut(usize, I) -> Result<O, E> + Send,
     {
+        let consumers = consumers
+            .into_iter()
+            .map(|mut consume| {
+                move |k: usize, item: I, permit: Option<HostPermit>| {
+                    let r = consume(k, item);
+                    drop(permit);
+                    r
+                }
+            })
+            .collect();
+        self.run_with_permits(jobs, cost, produce, consumers)
+    }
+
+    /// [`Pipeline::run_admitted`], handing each consumer its item's permit
+    /// (`None` without a budget): a consumer that frees the item's host
+    /// memory early (a GPU worker, once the item is on the device) drops the
+    /// permit then, so the next item is admitted sooner; otherwise the
+    /// permit returns its bytes when the consumer drops it.
+    pub fn run_with_permits<I, O, E, P, C>(
+        &self,
+        jobs: usize,
+        cost: impl Fn(usize) -> usize + Sync,
+        produce: P,
+        consumers: Vec<C>,
+    ) -> Result<PipelineOutput<O>, SchedError<E>>
+    where
+        I: Send,
+        O: Send,
+        E: Send,
+        P: Fn(usize) -> Result<I, E> + Sync,
+        C: FnMut(usize, I, Option<HostPermit>) -> Result<O, E> + Send,
+    {
         if consumers.is_empty() {
             return Err(SchedError::NoConsumer);
         }
@@ -373,7 +406,7 @@ impl Pipeline {
                                     item,
                                     produce: t.elapsed(),
                                     ready_at: Instant::now(),
-                                    _permit: permit,
+                                    permit,
                                 };
                                 if tx.send(p).is_err() {
                                     break;
@@ -401,8 +434,8 @@ impl Pipeline {
                             }
                             let queue_wait = p.ready_at.elapsed();
                             let t = Instant::now();
-                            let Produced { index, item, produce, _permit, .. } = p;
-                            let r = consume(index, item).map(|o| {
+                            let Produced { index, item, produce, permit, .. } = p;
+                            let r = consume(index, item, permit).map(|o| {
                                 let timing = JobTiming {
                                     produce,
                                     queue_wait,
@@ -411,7 +444,6 @@ impl Pipeline {
                                 };
                                 (o, timing)
                             });
-                            drop(_permit);
                             if r.is_err() {
                                 stop.store(true, Ordering::Relaxed);
                             }
@@ -627,6 +659,34 @@ mod tests {
         assert!((1..=2).contains(&peak), "peak live items {peak}");
         assert_eq!(budget.used(), 0, "every permit returned");
         assert!(budget.peak() > 0 && budget.peak() <= budget.total(), "peak {}", budget.peak());
+    }
+
+    #[test]
+    fn a_consumer_that_drops_its_permit_lets_the_next_item_in() {
+        // Budget for one item. Consumers that release the permit at once
+        // (their item's memory is gone, as a GPU worker's after upload) let
+        // the second item be produced and consumed while the first consumer
+        // still works: two consumers run at the same time. Holding the
+        // permit (run_admitted) keeps it to one.
+        let run = |release_early: bool| {
+            let live = Live::new();
+            let cfg = PipelineConfig { host_budget: Some(HostBudget::new(10)), item_bytes: 10, ..Default::default() };
+            let consumer = |_k: usize, x: usize, permit: Option<HostPermit>| {
+                assert!(permit.is_some(), "a budget gives every item a permit");
+                if release_early {
+                    drop(permit);
+                }
+                live.up();
+                std::thread::sleep(Duration::from_millis(150));
+                live.down();
+                Ok::<_, ()>(x)
+            };
+            let out = Pipeline::new(cfg).run_with_permits(2, |_| 10, Ok, vec![consumer, consumer]).unwrap();
+            assert_eq!(out.results, vec![0, 1]);
+            live.peak.load(Ordering::SeqCst)
+        };
+        assert_eq!(run(true), 2);
+        assert_eq!(run(false), 1);
     }
 
     #[test]

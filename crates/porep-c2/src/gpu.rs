@@ -18,6 +18,7 @@ use blstrs::{Bls12, Scalar};
 use std::sync::Mutex;
 
 use c2_cuda::{DeviceBuffer, Event, Gpu, GpuError, Stream};
+use c2_sched::HostPermit;
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_synth::Synthesized;
@@ -70,8 +71,9 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         let gpu = Gpu::open(d).map_err(dev)?;
         let ntt = Arc::new(GpuNtt::new(gpu.clone()).map_err(dev)?);
         let srs = SrsCache::new(gpu.clone());
+        let epoch = device_epoch(&gpu).map_err(dev)?;
         for w in 0..config.workers_per_device.max(1) {
-            let p = GpuProver::new(d, w, ntt.clone(), srs.clone(), config)?;
+            let p = GpuProver::new(d, w, ntt.clone(), srs.clone(), epoch.clone(), config)?;
             workers.push(Arc::new(p));
         }
         names.push(format!("{d}: {}", gpu.info().name));
@@ -88,6 +90,15 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         if config.resident_params { "resident when they fit" } else { "streamed" }
     );
     Ok(Backend { ntt, msm: Arc::new(msm), workers })
+}
+
+/// An event recorded (and completed) once per device: the time origin of
+/// every worker's kernel spans there ([`GpuTimes::spans_ms`]).
+fn device_epoch(gpu: &Arc<Gpu>) -> Result<Arc<Event>, GpuError> {
+    let (stream, epoch) = (gpu.stream()?, gpu.event()?);
+    epoch.record(&stream)?;
+    epoch.synchronize()?;
+    Ok(Arc::new(epoch))
 }
 
 /// Bytes one worker needs on the device for a partition with a `2^k = m`
@@ -115,7 +126,9 @@ pub struct GpuProver {
     /// when several proofs share the backend (the stream, events and MSM
     /// scratch are the worker's).
     stager: Mutex<Stager<Scalar>>,
-    marks: [Event; 3],
+    marks: [Event; 5],
+    /// The device's time origin (shared by its workers).
+    epoch: Arc<Event>,
 }
 
 /// Scalars per staging slot (128 MiB): large enough that per-chunk
@@ -123,13 +136,15 @@ pub struct GpuProver {
 const STAGING_SCALARS: usize = 1 << 22;
 
 impl GpuProver {
-    /// Worker `worker` of device `device`, sharing the device's NTT tables and
-    /// parameter cache.
+    /// Worker `worker` of device `device`, sharing the device's NTT tables,
+    /// parameter cache and `epoch` (a completed event on that device: the
+    /// origin of [`GpuTimes::spans_ms`]).
     pub fn new(
         device: usize,
         worker: usize,
         ntt: Arc<GpuNtt>,
         srs: Arc<SrsCache>,
+        epoch: Arc<Event>,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
         let gpu = srs.gpu().clone();
@@ -138,7 +153,9 @@ impl GpuProver {
         let msm = GpuMsm::with_config(gpu.clone(), msm_config).map_err(dev)?;
         let stream = gpu.stream().map_err(dev)?;
         let stager = Mutex::new(Stager::new(&gpu, STAGING_SCALARS).map_err(dev)?);
-        let marks = [gpu.event().map_err(dev)?, gpu.event().map_err(dev)?, gpu.event().map_err(dev)?];
+        let marks = [(); 5].map(|_| gpu.event());
+        let marks = marks.into_iter().collect::<Result<Vec<_>, _>>().map_err(dev)?;
+        let marks: [Event; 5] = marks.try_into().map_err(|_| dev("five events"))?;
         Ok(Self {
             device,
             worker,
@@ -151,6 +168,7 @@ impl GpuProver {
             stream,
             stager,
             marks,
+            epoch,
         })
     }
 
@@ -208,6 +226,7 @@ impl PartitionProver for GpuProver {
     fn prove(
         &self,
         s: Synthesized,
+        host: Option<HostPermit>,
         params: &Parameters<Bls12>,
         params_key: &str,
         r: Scalar,
@@ -248,7 +267,7 @@ impl PartitionProver for GpuProver {
         // before compute_h on this worker's stream.
         let st = &self.stream;
         let e = |x: GpuError| dev(x);
-        let [m0, m1, m2] = &self.marks;
+        let [m0, m1, m2, m3, m4] = &self.marks;
         let (mut d_a, mut d_b, mut d_c, d_aux, d_in) = {
             let clock = Instant::now();
             m0.record(stager.stream()).map_err(e)?;
@@ -264,16 +283,21 @@ impl PartitionProver for GpuProver {
             st.wait(m1).map_err(e)?;
             d
         };
-        drop((a, b, c, aux, inputs));
         let mut d_h = self.gpu.alloc::<Scalar>(m).map_err(e)?;
         let clock = Instant::now();
         self.ntt.compute_h_device(&mut d_a, &mut d_b, &mut d_c, &mut d_h, log_m, st)?;
         m2.record(st).map_err(e)?;
+        // Freeing ~17 GB of host vectors (a 32 GiB partition) takes the OS
+        // a while: do it while the kernels run, not before they are queued.
+        drop((a, b, c, aux, inputs));
+        // The partition's host memory is gone: admit the next one now.
+        drop(host);
         // The MSMs run on the MSM's own stream: finish the uploads and H.
         st.synchronize().map_err(e)?;
         t.ntt = clock.elapsed();
         g.upload_ms = m1.elapsed_ms(m0).map_err(e)?;
         g.ntt_ms = m2.elapsed_ms(m1).map_err(e)?;
+        g.spans_ms.push((m1.elapsed_ms(&self.epoch).map_err(e)?, m2.elapsed_ms(&self.epoch).map_err(e)?));
         drop((d_a, d_b, d_c));
 
         let a_mask = self.msm.upload_density(&a_aux_density)?;
@@ -282,6 +306,9 @@ impl PartitionProver for GpuProver {
         let (aux_s, in_s) = (DeviceScalars::montgomery(&d_aux), DeviceScalars::montgomery(&d_in));
         let srs = srs.as_deref();
 
+        // The MSMs run back to back on the MSM's stream, each waited for by
+        // the host; marks on this (idle) stream bracket the phase.
+        m3.record(st).map_err(e)?;
         let h_bases = bases(srs.map(|x| &x.h), &params.h);
         let h_acc = timed(&mut t.msm_h, || {
             self.run_msm::<G1>(h_bases, 0, DeviceScalars::montgomery(&d_h).prefix(m - 1), None, &mut g.msm_h_ms)
@@ -305,6 +332,9 @@ impl PartitionProver for GpuProver {
             Ok(inputs_part + self.run_msm::<G2>(b2_bases, b_in, aux_s, Some(&b_aux_mask), &mut g.msm_b_g2_ms)?)
         })?;
 
+        m4.record(st).map_err(e)?;
+        m4.synchronize().map_err(e)?;
+        g.spans_ms.push((m3.elapsed_ms(&self.epoch).map_err(e)?, m4.elapsed_ms(&self.epoch).map_err(e)?));
         let sums = Sums { h: h_acc, l: l_acc, a: a_acc, b_g1: b1_acc, b_g2: b2_acc };
         let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
         t.gpu = Some(g);

@@ -8,6 +8,7 @@ use bellperson::groth16::{Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use c2_msm::{CpuMsm, Msm};
 use c2_ntt::{CpuNtt, Ntt};
+use c2_sched::HostPermit;
 use c2_synth::Synthesized;
 use group::{prime::PrimeCurveAffine, Curve};
 
@@ -22,9 +23,14 @@ pub trait PartitionProver: Send + Sync {
 
     /// The proof of `s` with blinding `r`, `s_blind`. `params_key` names the
     /// parameter set (file and verifying key) for caches that outlive a call.
+    /// `host` is the partition's share of the host-memory budget (`None`
+    /// without one): drop it when `s`'s vectors are freed (a GPU worker does
+    /// so once they are on the device) so the next partition is admitted
+    /// sooner; dropping it with `s` at the end is always correct.
     fn prove(
         &self,
         s: Synthesized,
+        host: Option<HostPermit>,
         params: &Parameters<Bls12>,
         params_key: &str,
         r: Scalar,
@@ -143,6 +149,40 @@ pub struct GpuTimes {
     pub msm_b_g1_ms: f32,
     /// B MSMs in G2.
     pub msm_b_g2_ms: f32,
+    /// When the device worked for this partition: (start, end) of compute_h
+    /// and of the MSM phase, ms after the device's epoch event (shared by
+    /// its workers). The union over a device's partitions is its busy time
+    /// ([`device_busy_ms`]); summing per-partition times would count two
+    /// workers' overlapping kernels twice.
+    pub spans_ms: Vec<(f32, f32)>,
+}
+
+/// Busy time per device, ms: the union of the partitions' kernel spans
+/// ([`GpuTimes::spans_ms`]) on each device, in device order.
+pub fn device_busy_ms<'a>(times: impl IntoIterator<Item = &'a GpuTimes>) -> Vec<(usize, f64)> {
+    let mut by_device: std::collections::BTreeMap<usize, Vec<(f32, f32)>> = Default::default();
+    for g in times {
+        by_device.entry(g.device).or_default().extend(g.spans_ms.iter().copied());
+    }
+    by_device
+        .into_iter()
+        .map(|(device, mut spans)| {
+            spans.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let (mut busy, mut open): (f64, Option<(f32, f32)>) = (0.0, None);
+            for (s, e) in spans {
+                open = match open {
+                    Some((os, oe)) if s <= oe => Some((os, oe.max(e))),
+                    Some((os, oe)) => {
+                        busy += f64::from(oe - os);
+                        Some((s, e))
+                    }
+                    None => Some((s, e)),
+                };
+            }
+            busy += open.map_or(0.0, |(s, e)| f64::from(e - s));
+            (device, busy)
+        })
+        .collect()
 }
 
 impl GpuTimes {
@@ -271,6 +311,21 @@ pub fn prove_synthesized(
     let sums = Sums { h: h_acc, l: l_acc, a: a_acc, b_g1: b1_acc, b_g2: b2_acc };
     let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
     Ok((proof, t))
+}
+
+#[cfg(test)]
+mod busy_tests {
+    use super::*;
+
+    #[test]
+    fn busy_time_is_the_union_of_spans_per_device() {
+        let g = |device, spans: &[(f32, f32)]| GpuTimes { device, spans_ms: spans.to_vec(), ..Default::default() };
+        // Two workers on device 0 overlap (10..30 and 20..40 -> 30 ms), a
+        // disjoint span (50..55) and a nested one (21..22); device 1 alone.
+        let times = [g(0, &[(10.0, 30.0), (50.0, 55.0)]), g(0, &[(20.0, 40.0), (21.0, 22.0)]), g(1, &[(0.0, 7.0)])];
+        assert_eq!(device_busy_ms(&times), vec![(0, 35.0), (1, 7.0)]);
+        assert!(device_busy_ms(&[] as &[GpuTimes]).is_empty());
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof};
 use blstrs::{Bls12, Scalar};
-use c2_sched::{Pipeline, SchedError};
+use c2_sched::{HostPermit, Pipeline, SchedError};
 use c2_synth::{instance_from_c1, PorepInstance};
 use ff::Field;
 use rand::SeedableRng;
@@ -213,18 +213,20 @@ pub fn prove_instance(
     let consumers: Vec<_> = (0..backend.workers.len().max(1))
         .map(|w| {
             let key = key.as_str();
-            move |k: usize, s: c2_synth::Synthesized| -> Result<_, Error> {
+            move |k: usize, s: c2_synth::Synthesized, host: Option<HostPermit>| -> Result<_, Error> {
                 let shape = (s.num_constraints(), s.num_aux());
                 let (r, s_blind) = blinding[k];
-                match prove_on(backend, w, s, params, key, r, s_blind) {
+                match prove_on(backend, w, s, host, params, key, r, s_blind) {
                     Ok((proof, steps)) => Ok((proof, shape, steps, None)),
                     Err(e) if e.is_backend_failure() && config.retry_backend.is_some() => {
                         let retry = config.retry_backend.as_ref().expect("checked");
                         log::warn!("porep-c2: partition {k}: {e}; synthesizing it again and proving on {retry:?}");
                         // Synthesis consumed its vectors in the failed run; it is
                         // deterministic, so a second run gives the same circuit.
+                        // (Its memory is outside the budget: the failed run
+                        // returned the permit. Retries are rare.)
                         let again = instance.synthesize_partition(k)?;
-                        let (proof, steps) = prove_on(retry, w, again, params, key, r, s_blind)?;
+                        let (proof, steps) = prove_on(retry, w, again, None, params, key, r, s_blind)?;
                         Ok((proof, shape, steps, Some(e.to_string())))
                     }
                     Err(e) => Err(e),
@@ -232,8 +234,9 @@ pub fn prove_instance(
             }
         })
         .collect();
+    let item_bytes = config.pipeline.item_bytes;
     let out = Pipeline::new(config.pipeline.clone())
-        .run(partitions, |k| instance.synthesize_partition(k).map_err(Error::from), consumers)
+        .run_with_permits(partitions, |_| item_bytes, |k| instance.synthesize_partition(k).map_err(Error::from), consumers)
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
             SchedError::Cancelled => Error::Cancelled,
@@ -275,18 +278,21 @@ pub fn prove_instance(
 
 /// Proves on `backend`: its worker `w` (modulo the workers it has), or its
 /// host-level stages when it has none.
+#[allow(clippy::too_many_arguments)]
 fn prove_on(
     backend: &Backend,
     w: usize,
     s: c2_synth::Synthesized,
+    host: Option<HostPermit>,
     params: &Parameters<Bls12>,
     key: &str,
     r: Scalar,
     s_blind: Scalar,
 ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
     match backend.workers.len() {
+        // The host-level stages hold the vectors to the end: so does `host`.
         0 => prove_synthesized(s, params, r, s_blind, backend),
-        n => backend.workers[w % n].prove(s, params, key, r, s_blind),
+        n => backend.workers[w % n].prove(s, host, params, key, r, s_blind),
     }
 }
 
