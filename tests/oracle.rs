@@ -62,9 +62,9 @@ fn synthetic_circuit_proofs_are_bellpersons() {
 /// equal ours too; the device runner checks that).
 #[test]
 fn shaped_circuit_proofs_are_bellpersons() {
-    use porep_c2::synthetic::{random_parameters, ShapedPorep, SyntheticShape};
+    use porep_c2::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
     let shape = SyntheticShape::porep_32gib().scaled(16384);
-    let instance = ShapedPorep::new(shape.clone(), 2);
+    let instance = SyntheticPorep::shaped_circuits(shape.clone(), 2);
     let params = random_parameters(&shape, 7);
     let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); 2];
     let (r_s, s_s): (Vec<_>, Vec<_>) = pairs.iter().copied().unzip();

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::synthetic::{random_parameters, ShapedPorep, SyntheticShape};
+use porep_c2::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
 use porep_c2::{prove_instance, ProverConfig};
 
 use crate::{median, Report};
@@ -34,7 +34,7 @@ pub fn compare(
     peer_dir: Option<&Path>,
 ) -> Result<(), String> {
     let shape = SyntheticShape::porep_32gib().scaled(scale);
-    let instance = ShapedPorep::new(shape.clone(), partitions);
+    let instance = SyntheticPorep::shaped_circuits(shape.clone(), partitions);
     let t = Instant::now();
     let params = random_parameters(&shape, seed);
     println!(

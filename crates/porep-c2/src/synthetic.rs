@@ -4,8 +4,12 @@
 //! The shape is the 32 GiB StackedDrg partition's (FACTS.md): 130,278,869
 //! constraints, 130,169,893 aux variables, 328 public inputs, 99.7 % of aux
 //! variables in A and 25.4 % in B. Aux values follow the measured mix (about
-//! half zeros, half ones, a few percent full-width: see BENCHMARKS.md);
-//! a, b, c are random. Parameters are random points (a pool of distinct
+//! half zeros, half ones, a few percent full-width: see BENCHMARKS.md).
+//! [`SyntheticPorep::new`] draws the vectors directly (a, b, c random: fast,
+//! for timing the prover); [`SyntheticPorep::shaped_circuits`] synthesizes
+//! [`ShapedCircuit`]s (the same work peer provers do; for side-by-side
+//! runs). The shape, the circuit and the random parameters come from the
+//! `c2-shapes` crate. Parameters are random points (a pool of distinct
 //! points, tiled), so **the proofs do not verify**: this is for timing only,
 //! and [`SyntheticPorep::parameter_id`] says so. [`SyntheticShape::scaled`]
 //! divides every size for smaller cards.
@@ -80,24 +84,46 @@ fn timing_only_id(shape: &SyntheticShape, kind: &str) -> String {
 }
 
 /// `partitions` synthetic partitions of one shape (same densities, different
-/// values per partition), as a [`PorepInstance`].
+/// values per partition), as a [`PorepInstance`]; timing only.
 pub struct SyntheticPorep {
     shape: SyntheticShape,
     partitions: usize,
     id: String,
-    a_aux: Density,
-    b_input: Density,
-    b_aux: Density,
+    values: Values,
+}
+
+/// How a partition's vectors are made.
+enum Values {
+    /// Drawn directly (fast): masks fixed per shape, a, b, c random.
+    Drawn { a_aux: Density, b_input: Density, b_aux: Density },
+    /// Synthesized from [`ShapedCircuit`]s (a real synthesis's cost).
+    Circuits,
 }
 
 impl SyntheticPorep {
-    /// The instance; densities are fixed per shape (as a real circuit's are).
+    /// Partitions drawn directly: ~1.4 s for a full 32 GiB-shaped partition
+    /// on 16 cores. Densities are fixed per shape (as a real circuit's are).
     pub fn new(shape: SyntheticShape, partitions: usize) -> Self {
         let a_aux = Density::from_bools((0..shape.aux).map(|i| shape.in_a(i)));
         let b_aux = Density::from_bools((0..shape.aux).map(|i| shape.in_b(i)));
         let b_input = Density::from_bools((0..shape.inputs).map(|i| shape.input_in_b(i)));
         let id = timing_only_id(&shape, "synthetic");
-        Self { shape, partitions, id, a_aux, b_input, b_aux }
+        Self { shape, partitions, id, values: Values::Drawn { a_aux, b_input, b_aux } }
+    }
+
+    /// Partitions that are real circuit syntheses: [`ShapedCircuit`]s (seed
+    /// `k + 1` for partition `k`, see [`Self::circuit`]) run through
+    /// `c2_synth::synthesize`: the circuits bellperson's and SupraSeal's
+    /// provers synthesize in the peer benchmark. Single-threaded per
+    /// partition, like a real circuit (~1.7 M constraints/s per core).
+    pub fn shaped_circuits(shape: SyntheticShape, partitions: usize) -> Self {
+        let id = timing_only_id(&shape, "shaped-circuit");
+        Self { shape, partitions, id, values: Values::Circuits }
+    }
+
+    /// Partition `k`'s circuit (what [`Self::shaped_circuits`] synthesizes).
+    pub fn circuit(&self, k: usize) -> ShapedCircuit {
+        ShapedCircuit { shape: self.shape.clone(), seed: k as u64 + 1 }
     }
 
     /// The shape.
@@ -132,6 +158,9 @@ impl PorepInstance for SyntheticPorep {
         if k >= self.partitions {
             return Err(SynthError::NoSuchPartition { k, count: self.partitions });
         }
+        let Values::Drawn { a_aux, b_input, b_aux } = &self.values else {
+            return c2_synth::synthesize(self.circuit(k)).map_err(|source| SynthError::Synthesis { partition: k, source });
+        };
         let s = &self.shape;
         let seed = mix64(k as u64 + 1);
         let mut aux = random_scalars(s.aux, seed ^ 4);
@@ -148,9 +177,9 @@ impl PorepInstance for SyntheticPorep {
             c: random_scalars(s.constraints, seed ^ 3),
             input_assignment: inputs,
             aux_assignment: aux,
-            a_aux_density: self.a_aux.clone(),
-            b_input_density: self.b_input.clone(),
-            b_aux_density: self.b_aux.clone(),
+            a_aux_density: a_aux.clone(),
+            b_input_density: b_input.clone(),
+            b_aux_density: b_aux.clone(),
         })
     }
 
@@ -160,63 +189,6 @@ impl PorepInstance for SyntheticPorep {
 
     fn generate_parameters(&self, _rng: &mut dyn rand::RngCore) -> Result<Parameters<Bls12>, SynthError> {
         Ok(self.parameters(7))
-    }
-}
-
-/// Partitions that are real circuit syntheses: [`ShapedCircuit`]s (seed
-/// `k + 1` for partition `k`) run through `c2_synth::synthesize`, the same
-/// circuits bellperson's and SupraSeal's provers synthesize in the peer
-/// benchmark. Synthesis is single-threaded per partition, like a real
-/// circuit's (~1.7 M constraints/s per core).
-pub struct ShapedPorep {
-    shape: SyntheticShape,
-    partitions: usize,
-    id: String,
-}
-
-impl ShapedPorep {
-    /// The instance.
-    pub fn new(shape: SyntheticShape, partitions: usize) -> Self {
-        let id = timing_only_id(&shape, "shaped-circuit");
-        Self { shape, partitions, id }
-    }
-
-    /// Partition `k`'s circuit.
-    pub fn circuit(&self, k: usize) -> ShapedCircuit {
-        ShapedCircuit { shape: self.shape.clone(), seed: k as u64 + 1 }
-    }
-}
-
-impl PorepInstance for ShapedPorep {
-    fn num_partitions(&self) -> usize {
-        self.partitions
-    }
-
-    fn sector_size(&self) -> u64 {
-        0
-    }
-
-    fn parameter_id(&self) -> &str {
-        &self.id
-    }
-
-    fn check_vanilla_proofs(&self) -> Result<(), SynthError> {
-        Ok(())
-    }
-
-    fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError> {
-        if k >= self.partitions {
-            return Err(SynthError::NoSuchPartition { k, count: self.partitions });
-        }
-        c2_synth::synthesize(self.circuit(k)).map_err(|source| SynthError::Synthesis { partition: k, source })
-    }
-
-    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError> {
-        Ok(self.synthesize_partition(k)?.input_assignment[1..].to_vec())
-    }
-
-    fn generate_parameters(&self, _rng: &mut dyn rand::RngCore) -> Result<Parameters<Bls12>, SynthError> {
-        Ok(random_parameters(&self.shape, 7))
     }
 }
 
@@ -247,7 +219,7 @@ mod tests {
     #[test]
     fn a_shaped_circuit_synthesizes_to_its_shape() {
         let shape = SyntheticShape::porep_32gib().scaled(8192);
-        let inst = ShapedPorep::new(shape.clone(), 1);
+        let inst = SyntheticPorep::shaped_circuits(shape.clone(), 1);
         let p = inst.synthesize_partition(0).unwrap();
         assert_eq!((p.a.len(), p.aux_assignment.len(), p.input_assignment.len()), (shape.constraints, shape.aux, 328));
         // Densities are exactly the shape's masks, as for SyntheticPorep.
