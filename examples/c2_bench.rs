@@ -1,6 +1,7 @@
 //! c2-bench: proves `-j` sectors with `-c` proofs in flight, like
 //! lotus-bench / cuzk-bench, and reports seconds per proof (progress on
-//! stderr, optional JSON report). Every proof is verified unless
+//! stderr: a line per proof, and on a terminal a bar per partition;
+//! optional JSON report). Every proof is verified unless
 //! `--no-verify`.
 //!
 //! ```text
@@ -107,6 +108,21 @@ fn main() {
         config.pipeline.item_bytes = (partition_gb * 1e9) as usize;
     }
     config.randomness = Randomness::Os;
+    // On a terminal, a progress line per partition proved (the per-proof
+    // lines below stay, for logs).
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    if tty {
+        let (count, t0) = (AtomicUsize::new(0), Instant::now());
+        let expected = if synthetic { Some(total * synthetic_partitions) } else { None };
+        config.progress = Some(porep_c2::Progress::new(move |_k| {
+            let n = count.fetch_add(1, Ordering::SeqCst) + 1;
+            let bar = expected.map_or(String::new(), |all| {
+                let filled = (30 * n / all.max(1)).min(30);
+                format!("[{}{}] ", "#".repeat(filled), ".".repeat(30 - filled))
+            });
+            eprint!("\r{bar}{n} partition(s) proved, {:.0} s ", t0.elapsed().as_secs_f64());
+        }));
+    }
     if synthetic {
         // Random parameters: verification would fail by design.
         config.verify = false;
@@ -183,6 +199,9 @@ fn main() {
                         let report = job().unwrap_or_else(|e| fail(format!("proof {index}: {e}")));
                         let wall_s = t.elapsed().as_secs_f64();
                         let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        if tty {
+                            eprintln!(); // end the progress bar's line
+                        }
                         for p in &report.partitions {
                             eprintln!("  {}", p.timeline());
                         }

@@ -119,6 +119,20 @@ fn a_failed_msm_is_retried_and_the_proof_is_unchanged() {
 }
 
 #[test]
+fn progress_hears_of_every_partition_once_also_after_a_retry() {
+    let (instance, params, pairs) = setup();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let progress = porep_c2::Progress::new(move |k| log.lock().unwrap().push(k));
+    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 11 }));
+    let cfg = ProverConfig { progress: Some(progress), ..config(flaky) };
+    prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    let mut done = seen.lock().unwrap().clone();
+    done.sort_unstable();
+    assert_eq!(done, vec![0, 1, 2]);
+}
+
+#[test]
 fn a_failed_ntt_is_retried_and_the_proof_is_unchanged() {
     let (instance, params, pairs) = setup();
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();

@@ -45,6 +45,7 @@ pub use prover::{
 };
 
 use std::path::Path;
+use std::sync::Arc;
 
 use blstrs::Scalar;
 
@@ -89,6 +90,30 @@ pub struct ProverConfig {
     /// there, so a GPU fault costs time, not the proof. Default: the CPU.
     /// `None`: the error is returned.
     pub retry_backend: Option<Backend>,
+    /// Told each partition's index as soon as its proof is done (from a
+    /// prover thread), e.g. for a progress bar. Default: none.
+    pub progress: Option<Progress>,
+}
+
+/// A per-partition progress callback for [`ProverConfig::progress`].
+#[derive(Clone)]
+pub struct Progress(Arc<dyn Fn(usize) + Send + Sync>);
+
+impl Progress {
+    /// Calls `f(k)` when partition `k`'s proof is done.
+    pub fn new(f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    pub(crate) fn partition_done(&self, k: usize) {
+        (self.0)(k)
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
 }
 
 impl Default for ProverConfig {
@@ -101,6 +126,7 @@ impl Default for ProverConfig {
             pipeline: PipelineConfig::default(),
             backend: Backend::default(),
             retry_backend: Some(Backend::cpu()),
+            progress: None,
         }
     }
 }

@@ -216,8 +216,12 @@ pub fn prove_instance(
             move |k: usize, s: c2_synth::Synthesized, host: Option<HostPermit>| -> Result<_, Error> {
                 let shape = (s.num_constraints(), s.num_aux());
                 let (r, s_blind) = blinding[k];
+                let done = || config.progress.as_ref().map(|p| p.partition_done(k));
                 match prove_on(backend, w, s, host, params, key, r, s_blind) {
-                    Ok((proof, steps)) => Ok((proof, shape, steps, None)),
+                    Ok((proof, steps)) => {
+                        done();
+                        Ok((proof, shape, steps, None))
+                    }
                     Err(e) if e.is_backend_failure() && config.retry_backend.is_some() => {
                         let retry = config.retry_backend.as_ref().expect("checked");
                         log::warn!("porep-c2: partition {k}: {e}; synthesizing it again and proving on {retry:?}");
@@ -227,6 +231,7 @@ pub fn prove_instance(
                         // returned the permit. Retries are rare.)
                         let again = instance.synthesize_partition(k)?;
                         let (proof, steps) = prove_on(retry, w, again, None, params, key, r, s_blind)?;
+                        done();
                         Ok((proof, shape, steps, Some(e.to_string())))
                     }
                     Err(e) => Err(e),
