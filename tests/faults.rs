@@ -228,3 +228,66 @@ fn partitions_spread_over_workers_and_a_failed_worker_is_retried() {
         other => panic!("expected the injected device error, got {other:?}"),
     }
 }
+
+/// Records the `r` of each partition it proves, holding the worker a while.
+struct RecordingWorker {
+    log: Arc<std::sync::Mutex<Vec<Scalar>>>,
+    hold: std::time::Duration,
+}
+
+impl PartitionProver for RecordingWorker {
+    fn name(&self) -> String {
+        "recording-worker".into()
+    }
+    fn prove(
+        &self,
+        s: Synthesized,
+        _host: Option<porep_c2::HostPermit>,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        _params_key: &str,
+        r: Scalar,
+        s_blind: Scalar,
+    ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        self.log.lock().unwrap().push(r);
+        std::thread::sleep(self.hold);
+        prove_synthesized(s, params, r, s_blind, &Backend::cpu())
+    }
+}
+
+#[test]
+fn a_higher_priority_proof_takes_a_shared_worker_first() {
+    // Proof A (priority 0) starts on a one-worker backend; proof B
+    // (priority 5) arrives while A's first partition is being proved. B's
+    // three partitions go next, in a row, then A's remaining two: usually
+    // [A0, B0, B1, B2, A1, A2]. With equal priorities the two proofs would
+    // alternate at the worker (A0, B0, A1, B1, ...).
+    let (instance, params, _) = setup();
+    let log = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let worker = Arc::new(RecordingWorker { log: log.clone(), hold: std::time::Duration::from_millis(120) });
+    // A long grace so a busy CI machine cannot make B's consumer late.
+    let gates = porep_c2::WorkerGates::with_grace(std::time::Duration::from_millis(300));
+    let backend = Backend { workers: vec![worker as Arc<dyn PartitionProver>], gates, ..Backend::cpu() };
+    let pairs = |base: u64| (0..3).map(|k| (Scalar::from(base + k), Scalar::from(7u64))).collect::<Vec<_>>();
+    let with_priority = |priority| ProverConfig {
+        verify: false,
+        pipeline: porep_c2::PipelineConfig { priority, ..Default::default() },
+        ..config(backend.clone())
+    };
+    std::thread::scope(|s| {
+        let a = s.spawn(|| prove_instance(&instance, &params, &pairs(100), &with_priority(0)).map(|_| ()));
+        std::thread::sleep(std::time::Duration::from_millis(40));
+        let b = s.spawn(|| prove_instance(&instance, &params, &pairs(200), &with_priority(5)).map(|_| ()));
+        a.join().unwrap().unwrap();
+        b.join().unwrap().unwrap();
+    });
+    let order: Vec<u64> = log
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| (100..103).chain(200..203).find(|&x| Scalar::from(x) == *r).expect("a known r"))
+        .collect();
+    assert_eq!(order.len(), 6, "{order:?}");
+    // B's partitions form one run (however late A's first one started).
+    let b: Vec<usize> = (0..6).filter(|&i| order[i] >= 200).collect();
+    assert!(b.windows(2).all(|w| w[1] == w[0] + 1), "{order:?}");
+}

@@ -32,6 +32,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::bounded;
 
+mod gate;
+pub use gate::{PriorityGate, Turn};
+
 /// Pipeline shape.
 #[derive(Clone, Debug)]
 pub struct PipelineConfig {
@@ -105,11 +108,10 @@ struct BudgetState {
     waiting: Vec<(i32, u64)>,
 }
 
-impl BudgetState {
-    /// True when no waiter other than `me` comes before it.
-    fn first_in_line(&self, me: (i32, u64)) -> bool {
-        !self.waiting.iter().any(|&(p, t)| (p, std::cmp::Reverse(t)) > (me.0, std::cmp::Reverse(me.1)))
-    }
+/// True when no waiter in `waiting` (priority, ticket) comes before `me`:
+/// higher priority first, then lower ticket (earlier arrival).
+fn first_in_line(waiting: &[(i32, u64)], me: (i32, u64)) -> bool {
+    !waiting.iter().any(|&(p, t)| (p, std::cmp::Reverse(t)) > (me.0, std::cmp::Reverse(me.1)))
 }
 
 /// Bytes held from a [`HostBudget`]; returned on drop.
@@ -172,7 +174,7 @@ impl HostBudget {
         st.next_ticket += 1;
         st.waiting.push(me);
         let result = loop {
-            if st.used + bytes <= self.total && st.first_in_line(me) {
+            if st.used + bytes <= self.total && first_in_line(&st.waiting, me) {
                 st.used += bytes;
                 st.peak = st.peak.max(st.used);
                 break Ok(HostPermit { budget: self.clone(), bytes });

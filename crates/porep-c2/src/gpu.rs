@@ -89,7 +89,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         config.workers_per_device.max(1),
         if config.resident_params { "resident when they fit" } else { "streamed" }
     );
-    Ok(Backend { ntt, msm: Arc::new(msm), workers })
+    Ok(Backend { ntt, msm: Arc::new(msm), workers, gates: Default::default() })
 }
 
 /// An event recorded (and completed) once per device: the time origin of

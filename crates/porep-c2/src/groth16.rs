@@ -1,14 +1,14 @@
 //! Groth16 proving from a synthesized circuit: H via the NTT stage, the five
 //! MSMs via the MSM stage, blinding with `r`, `s`, and assembly.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::{Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use c2_msm::{CpuMsm, Msm};
 use c2_ntt::{CpuNtt, Ntt};
-use c2_sched::HostPermit;
+use c2_sched::{HostPermit, PriorityGate};
 use c2_synth::Synthesized;
 use group::{prime::PrimeCurveAffine, Curve};
 
@@ -49,6 +49,53 @@ pub struct Backend {
     /// the partitions, one pipeline consumer each, and `ntt` / `msm` serve
     /// only callers that use the stages directly.
     pub workers: Vec<Arc<dyn PartitionProver>>,
+    /// Turns at each worker for the proofs sharing this backend, by
+    /// `PipelineConfig::priority` (shared by clones).
+    pub gates: WorkerGates,
+}
+
+/// One [`PriorityGate`] per worker, shared by every proof using a backend
+/// (and by its clones): when proofs in flight compete for a worker, the
+/// higher priority proves first, equal priorities in arrival order.
+#[derive(Clone)]
+pub struct WorkerGates {
+    gates: Arc<Mutex<Vec<Arc<PriorityGate>>>>,
+    grace: Duration,
+}
+
+impl Default for WorkerGates {
+    fn default() -> Self {
+        Self::with_grace(WORKER_GRACE)
+    }
+}
+
+/// How long a worker, free after a higher-priority partition, waits for
+/// that proof's next partition before taking a lower-priority one: the
+/// consumer brings it within microseconds when it is ready; 10 ms is <1 %
+/// of a large partition's proving time.
+const WORKER_GRACE: Duration = Duration::from_millis(10);
+
+impl WorkerGates {
+    /// Gates whose lower priorities defer `grace` to the priority of the
+    /// turn that just ended ([`PriorityGate::new`]); the default is 10 ms.
+    pub fn with_grace(grace: Duration) -> Self {
+        Self { gates: Arc::default(), grace }
+    }
+
+    /// Worker `w`'s gate (made on first use).
+    pub fn gate(&self, w: usize) -> Arc<PriorityGate> {
+        let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        while gates.len() <= w {
+            gates.push(Arc::new(PriorityGate::new(self.grace)));
+        }
+        gates[w].clone()
+    }
+}
+
+impl std::fmt::Debug for WorkerGates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkerGates(..)")
+    }
 }
 
 impl Default for Backend {
@@ -65,7 +112,7 @@ impl Backend {
 
     /// Host-level stages only: H by `ntt`, the MSMs by `msm`.
     pub fn staged(ntt: Arc<dyn Ntt>, msm: Arc<dyn Msm>) -> Self {
-        Self { ntt, msm, workers: Vec::new() }
+        Self { ntt, msm, workers: Vec::new(), gates: WorkerGates::default() }
     }
 
     /// The fastest stages this build and host offer: with the `cuda` feature

@@ -33,7 +33,9 @@ pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, Pipeline
 pub use c2_synth::{instance_from_c1, PorepInstance, Synthesized};
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 pub use filecoin_proofs_api::{ProverId, SectorId};
-pub use groth16::{check_parameters, device_busy_ms, prove_synthesized, Backend, GpuTimes, PartitionProver, ProveTimings};
+pub use groth16::{
+    check_parameters, device_busy_ms, prove_synthesized, Backend, GpuTimes, PartitionProver, ProveTimings, WorkerGates,
+};
 pub use params::{
     params_path, read_parameters, read_verifying_key, verifying_key_path, write_parameters,
     ParamsError, ParamsSource, DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV,

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof};
 use blstrs::{Bls12, Scalar};
-use c2_sched::{HostPermit, Pipeline, SchedError};
+use c2_sched::{AdmissionError, HostPermit, Pipeline, PipelineConfig, SchedError};
 use c2_synth::{instance_from_c1, PorepInstance};
 use ff::Field;
 use rand::SeedableRng;
@@ -217,7 +217,7 @@ pub fn prove_instance(
                 let shape = (s.num_constraints(), s.num_aux());
                 let (r, s_blind) = blinding[k];
                 let done = || config.progress.as_ref().map(|p| p.partition_done(k));
-                match prove_on(backend, w, s, host, params, key, r, s_blind) {
+                match prove_on(backend, w, s, host, params, key, r, s_blind, &config.pipeline) {
                     Ok((proof, steps)) => {
                         done();
                         Ok((proof, shape, steps, None))
@@ -230,7 +230,7 @@ pub fn prove_instance(
                         // (Its memory is outside the budget: the failed run
                         // returned the permit. Retries are rare.)
                         let again = instance.synthesize_partition(k)?;
-                        let (proof, steps) = prove_on(retry, w, again, None, params, key, r, s_blind)?;
+                        let (proof, steps) = prove_on(retry, w, again, None, params, key, r, s_blind, &config.pipeline)?;
                         done();
                         Ok((proof, shape, steps, Some(e.to_string())))
                     }
@@ -293,11 +293,20 @@ fn prove_on(
     key: &str,
     r: Scalar,
     s_blind: Scalar,
+    pipeline: &PipelineConfig,
 ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
     match backend.workers.len() {
         // The host-level stages hold the vectors to the end: so does `host`.
         0 => prove_synthesized(s, params, r, s_blind, backend),
-        n => backend.workers[w % n].prove(s, host, params, key, r, s_blind),
+        n => {
+            // Proofs sharing the backend take turns at the worker by priority.
+            let gate = backend.gates.gate(w % n);
+            let _turn = gate.enter(pipeline.priority, pipeline.cancel.as_ref()).map_err(|e| match e {
+                AdmissionError::Cancelled => Error::Cancelled,
+                other => Error::Pipeline(other.to_string()),
+            })?;
+            backend.workers[w % n].prove(s, host, params, key, r, s_blind)
+        }
     }
 }
 
