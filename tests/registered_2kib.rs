@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use filecoin_proofs_api::seal::{seal_commit_phase2, verify_seal};
+use filecoin_proofs_api::seal::seal_commit_phase2;
 use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::{demo, prove_porep_c2_with_report, ParamsSource, ProverConfig, Randomness};
 
@@ -61,17 +61,7 @@ fn registered_2kib_c1_to_verify_seal() {
     assert_eq!(out.proof.len(), 192);
 
     let t = Instant::now();
-    let ok = verify_seal(
-        s.c1.registered_proof,
-        s.c1.comm_r,
-        s.c1.comm_d,
-        s.prover_id,
-        s.sector_id,
-        s.c1.ticket,
-        s.c1.seed,
-        &out.proof,
-    )
-    .unwrap();
+    let ok = s.verify_seal(&out.proof).unwrap();
     eprintln!("filecoin_proofs verify_seal: {ok} in {:.2?}", t.elapsed());
     assert!(ok, "filecoin-proofs accepts our proof");
 

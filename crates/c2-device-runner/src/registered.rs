@@ -8,7 +8,6 @@
 
 use std::time::Instant;
 
-use filecoin_proofs_api::seal::verify_seal;
 use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::{demo, prove_porep_c2_with_report, Backend, ParamsSource, ProverConfig, Randomness};
@@ -57,17 +56,7 @@ pub fn check(r: &mut Report) -> Result<(), String> {
         println!("  {}", p.timeline());
     }
     let t = Instant::now();
-    let ok = verify_seal(
-        s.c1.registered_proof,
-        s.c1.comm_r,
-        s.c1.comm_d,
-        s.prover_id,
-        s.sector_id,
-        s.c1.ticket,
-        s.c1.seed,
-        &gpu_out.proof,
-    )
-    .map_err(|x| e(&x))?;
+    let ok = s.verify_seal(&gpu_out.proof).map_err(|x| e(&x))?;
     r.check(
         format!(
             "registered 2 KiB: GPU workers' proof == CPU proof (same seed) and filecoin_proofs verify_seal accepts it ({:.1?}); C2 {gpu_s:.2} s GPU vs {cpu_s:.2} s CPU",

@@ -202,6 +202,25 @@ pub struct SealedSector {
     pub dir: PathBuf,
 }
 
+impl SealedSector {
+    /// filecoin-proofs' own verifier (`verify_seal`) on `proof` (a C2
+    /// output's bytes) for this sector.
+    pub fn verify_seal(&self, proof: &[u8]) -> Result<bool, DemoError> {
+        let c1 = &self.c1;
+        filecoin_proofs_api::seal::verify_seal(
+            c1.registered_proof,
+            c1.comm_r,
+            c1.comm_d,
+            self.prover_id,
+            self.sector_id,
+            c1.ticket,
+            c1.seed,
+            proof,
+        )
+        .map_err(demo_err)
+    }
+}
+
 /// Runs filecoin-proofs' own PC1, PC2 and C1 on random data (seeded) for a
 /// registered proof type, in `dir`. Needs no Groth16 parameters.
 pub fn seal_registered(
