@@ -114,6 +114,15 @@ impl Gpu {
         Ok((free, total))
     }
 
+    /// Waits until all work queued on the device (every stream of this
+    /// context) has finished. Device-wide: for error paths and teardown,
+    /// never per partition (it serialises workers, DESIGN.md).
+    pub fn synchronize(&self) -> Result<(), GpuError> {
+        self.bind()?;
+        // SAFETY: plain driver call on the current context.
+        check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
+    }
+
     fn module(&self) -> Result<&Module, GpuError> {
         self.module
             .get_or_init(|| {
@@ -182,7 +191,88 @@ impl Gpu {
             // SAFETY: valid out-pointer.
             check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
         }
-        Ok(DeviceBuffer { ptr, len, gpu: self.clone(), _t: PhantomData })
+        Ok(DeviceBuffer { ptr, len, gpu: self.clone(), lease: None, _t: PhantomData })
+    }
+}
+
+/// A reservation of device memory that hands out ranges of itself
+/// (c2-vram's `VramPool`): buffers drawn from it cost no driver call and no
+/// implicit device synchronisation, and running out is a typed
+/// [`GpuError::OutOfBudget`].
+///
+/// A range goes back to the arena the moment its [`DeviceBuffer`] drops, and
+/// the arena may hand it out again at once: drop a buffer only after the
+/// work queued on it has finished (synchronise its stream or an event).
+pub trait DeviceArena: Send + Sync {
+    /// The device the reservation is on.
+    fn gpu(&self) -> &Arc<Gpu>;
+    /// `bytes` of the reservation: the range's device address (aligned to
+    /// 256 bytes) and a lease that returns the range when dropped.
+    fn reserve(&self, bytes: usize) -> Result<(u64, Box<dyn Send + Sync>), GpuError>;
+    /// The largest request that would succeed now.
+    fn largest_free(&self) -> usize;
+}
+
+/// Where a stage's device buffers come from: one driver allocation per
+/// buffer ([`DeviceMemory::driver`]), or ranges of an arena reserved once
+/// ([`DeviceMemory::arena`]). Cheap to clone; stages take one at
+/// construction, so the caller decides for all of them.
+#[derive(Clone)]
+pub struct DeviceMemory {
+    gpu: Arc<Gpu>,
+    arena: Option<Arc<dyn DeviceArena>>,
+}
+
+impl std::fmt::Debug for DeviceMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let source = if self.arena.is_some() { "arena" } else { "driver" };
+        write!(f, "DeviceMemory({}, {source})", self.gpu.info.ordinal)
+    }
+}
+
+impl DeviceMemory {
+    /// `cuMemAlloc` / `cuMemFree` per buffer.
+    pub fn driver(gpu: Arc<Gpu>) -> Self {
+        Self { gpu, arena: None }
+    }
+
+    /// Ranges of `arena`.
+    pub fn arena(arena: Arc<dyn DeviceArena>) -> Self {
+        Self { gpu: arena.gpu().clone(), arena: Some(arena) }
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// True when buffers come from an arena.
+    pub fn is_arena(&self) -> bool {
+        self.arena.is_some()
+    }
+
+    /// `len` elements of uninitialised device memory.
+    pub fn alloc<T: Copy>(&self, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        let Some(arena) = &self.arena else {
+            return self.gpu.alloc(len);
+        };
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| {
+            GpuError::Invalid(format!("allocation of {len} elements overflows"))
+        })?;
+        if bytes == 0 {
+            return Ok(DeviceBuffer { ptr: 0, len, gpu: self.gpu.clone(), lease: None, _t: PhantomData });
+        }
+        let (ptr, lease) = arena.reserve(bytes)?;
+        Ok(DeviceBuffer { ptr, len, gpu: self.gpu.clone(), lease: Some(lease), _t: PhantomData })
+    }
+
+    /// Bytes one more allocation may take now: the arena's largest free
+    /// range, or the driver's free memory.
+    pub fn available(&self) -> Result<usize, GpuError> {
+        match &self.arena {
+            Some(a) => Ok(a.largest_free()),
+            None => Ok(self.gpu.memory()?.0),
+        }
     }
 }
 
@@ -369,6 +459,9 @@ pub struct DeviceBuffer<T> {
     ptr: sys::CUdeviceptr,
     len: usize,
     gpu: Arc<Gpu>,
+    /// Set when the memory is a range of a [`DeviceArena`]: dropping it
+    /// returns the range (instead of `cuMemFree`).
+    lease: Option<Box<dyn Send + Sync>>,
     _t: PhantomData<T>,
 }
 
@@ -497,6 +590,9 @@ impl<T: Copy> DeviceBuffer<T> {
 
 impl<T> Drop for DeviceBuffer<T> {
     fn drop(&mut self) {
+        if self.lease.take().is_some() {
+            return; // the range went back to its arena
+        }
         if self.ptr != 0 {
             let _ = self.gpu.bind();
             // SAFETY: allocated by cuMemAlloc in this context.

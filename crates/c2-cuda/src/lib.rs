@@ -42,6 +42,18 @@ pub enum GpuError {
     /// A request the runtime cannot serve (sizes, indices).
     #[error("{0}")]
     Invalid(String),
+    /// A device memory reservation (an arena) cannot serve a request now.
+    #[error("device memory budget exhausted: {requested} bytes requested, {largest_free} free in one piece ({free} in all) of a {budget}-byte budget")]
+    OutOfBudget {
+        /// Bytes asked for (rounded up to the arena's alignment).
+        requested: usize,
+        /// The largest free range.
+        largest_free: usize,
+        /// All free bytes.
+        free: usize,
+        /// The reservation's size.
+        budget: usize,
+    },
 }
 
 /// What the driver says about one device.

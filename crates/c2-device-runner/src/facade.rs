@@ -29,13 +29,18 @@ pub fn check(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     );
     let blinding =
         blinding_pairs(&Randomness::Seed([11; 32]), instance.num_partitions()).map_err(|e| e.to_string())?;
-    let staged = Backend::staged(
-        Arc::new(c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?),
-        Arc::new(c2_msm::gpu::GpuMsm::new(gpu).map_err(|e| e.to_string())?),
-    );
+    let staged = || -> Result<Backend, String> {
+        Ok(Backend::staged(
+            Arc::new(c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?),
+            Arc::new(c2_msm::gpu::GpuMsm::new(gpu.clone()).map_err(|e| e.to_string())?),
+        ))
+    };
+    // One backend at a time: each GPU backend reserves the device's free
+    // memory (less a margin) for its pool while it lives.
     let workers = |resident_params: bool| {
         gpu_backend(&GpuBackendConfig { resident_params, ..GpuBackendConfig::default() }).map_err(|e| e.to_string())
     };
+    type MakeBackend<'a> = Box<dyn Fn() -> Result<Backend, String> + 'a>;
     let cpu = ProverConfig { backend: Backend::cpu(), ..ProverConfig::default() };
     let (cpu_bytes, cpu_report) = prove_instance(&instance, &params, &blinding, &cpu).map_err(|e| e.to_string())?;
     let msm_time = |rep: &porep_c2::ProofReport| -> f64 {
@@ -44,13 +49,14 @@ pub fn check(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
             .map(|p| (p.steps.msm_h + p.steps.msm_l + p.steps.msm_a + p.steps.msm_b_g1 + p.steps.msm_b_g2).as_secs_f64())
             .sum()
     };
-    for (label, backend) in [
-        ("host-level stages (GPU NTT + GPU MSM)", staged),
-        ("GPU workers, parameters resident", workers(true)?),
-        ("GPU workers, parameters streamed", workers(false)?),
-    ] {
+    let ways: [(&str, MakeBackend<'_>); 3] = [
+        ("host-level stages (GPU NTT + GPU MSM)", Box::new(staged)),
+        ("GPU workers, parameters resident", Box::new(|| workers(true))),
+        ("GPU workers, parameters streamed", Box::new(|| workers(false))),
+    ];
+    for (label, make) in ways {
         // No retry backend: a device fault fails the check.
-        let on_gpu = ProverConfig { backend, retry_backend: None, ..ProverConfig::default() };
+        let on_gpu = ProverConfig { backend: make()?, retry_backend: None, ..ProverConfig::default() };
         let (gpu_bytes, gpu_report) =
             prove_instance(&instance, &params, &blinding, &on_gpu).map_err(|e| e.to_string())?;
         let gpu_ms: Vec<String> = gpu_report

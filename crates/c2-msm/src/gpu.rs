@@ -14,7 +14,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use c2_cuda::{DeviceBuffer, Event, Gpu, GpuError, Kernel, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Kernel, Stream};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
 
@@ -399,6 +399,22 @@ fn grid(n: usize, block: u32) -> u32 {
     n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
 }
 
+/// Where scratch comes from, and the stream whose queued work may still use
+/// a slot's current buffer.
+type On<'a> = (&'a DeviceMemory, &'a Stream);
+
+/// Frees a slot's outgrown buffer once `stream` has passed the work queued
+/// on it: a pool may hand the range to another worker at once (the driver's
+/// cuMemFree would have waited by itself). Growth happens in the first few
+/// MSMs only, so the wait costs nothing in steady state.
+fn retire<B>(old: Option<B>, stream: &Stream) -> Result<(), GpuError> {
+    if let Some(old) = old {
+        stream.synchronize()?;
+        drop(old);
+    }
+    Ok(())
+}
+
 /// Device buffers reused across MSMs; grown when too small.
 struct Slot<T> {
     buf: Option<DeviceBuffer<T>>,
@@ -409,11 +425,11 @@ impl<T: Copy> Slot<T> {
         Self { buf: None }
     }
 
-    fn get(&mut self, gpu: &Arc<Gpu>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
+    fn get(&mut self, (memory, stream): On<'_>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
         let len = len.max(1);
         if self.buf.as_ref().is_none_or(|b| b.len() < len) {
-            self.buf = None; // free before allocating the larger one
-            self.buf = Some(gpu.alloc::<T>(len)?);
+            retire(self.buf.take(), stream)?; // free before allocating the larger one
+            self.buf = Some(memory.alloc::<T>(len)?);
         }
         Ok(self.buf.as_mut().expect("allocated above"))
     }
@@ -451,12 +467,12 @@ struct Scratch {
 struct AnySlot(Option<Box<dyn Any + Send>>);
 
 impl AnySlot {
-    fn get<T: Copy + 'static>(&mut self, gpu: &Arc<Gpu>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
+    fn get<T: Copy + 'static>(&mut self, (memory, stream): On<'_>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
         let len = len.max(1);
         let fits = self.0.as_ref().and_then(|b| b.downcast_ref::<DeviceBuffer<T>>()).is_some_and(|b| b.len() >= len);
         if !fits {
-            self.0 = None;
-            self.0 = Some(Box::new(gpu.alloc::<T>(len)?));
+            retire(self.0.take(), stream)?;
+            self.0 = Some(Box::new(memory.alloc::<T>(len)?));
         }
         Ok(self.0.as_mut().and_then(|b| b.downcast_mut::<DeviceBuffer<T>>()).expect("allocated above"))
     }
@@ -492,6 +508,8 @@ impl Scratch {
 /// concurrent MSMs on one device.
 pub struct GpuMsm {
     gpu: Arc<Gpu>,
+    /// Source of scratch, streamed-base slots and density masks.
+    memory: DeviceMemory,
     config: GpuMsmConfig,
     kernels: Kernels,
     g1: CurveKernels,
@@ -550,8 +568,15 @@ impl GpuMsm {
         Self::with_config(gpu, GpuMsmConfig::default())
     }
 
-    /// Loads the kernels on `gpu`.
+    /// Loads the kernels on `gpu`; buffers from the driver.
     pub fn with_config(gpu: Arc<Gpu>, config: GpuMsmConfig) -> Result<Self, MsmError> {
+        Self::with_memory(DeviceMemory::driver(gpu), config)
+    }
+
+    /// Loads the kernels on `memory`'s device; every device buffer of the
+    /// MSMs (scratch, streamed bases, density masks) comes from `memory`.
+    pub fn with_memory(memory: DeviceMemory, config: GpuMsmConfig) -> Result<Self, MsmError> {
+        let gpu = memory.gpu().clone();
         let k = |s: &str| gpu.kernel(s).map_err(gpu_err);
         let kernels = Kernels {
             mask_popc: k("c2_msm_mask_popc")?,
@@ -571,6 +596,7 @@ impl GpuMsm {
         };
         Ok(Self {
             gpu,
+            memory,
             config,
             kernels,
             g1,
@@ -609,7 +635,7 @@ impl GpuMsm {
         match self.config.memory_budget {
             Some(b) => Ok(b),
             None => {
-                let (free, _) = self.gpu.memory().map_err(gpu_err)?;
+                let free = self.memory.available().map_err(gpu_err)?;
                 Ok(free.saturating_sub(self.config.reserve_bytes))
             }
         }
@@ -620,9 +646,9 @@ impl GpuMsm {
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let s = &streams.compute;
         let w = mask.as_words();
-        let mut words = self.gpu.alloc::<u64>(w.len()).map_err(gpu_err)?;
+        let mut words = self.memory.alloc::<u64>(w.len()).map_err(gpu_err)?;
         words.upload_async(0, w, s).map_err(gpu_err)?;
-        let mut ranks = self.gpu.alloc::<u32>(w.len() + 1).map_err(gpu_err)?;
+        let mut ranks = self.memory.alloc::<u32>(w.len() + 1).map_err(gpu_err)?;
         ranks.zero_async(0, w.len() + 1, s).map_err(gpu_err)?;
         // SAFETY: reads w.len() words, writes as many ranks.
         unsafe {
@@ -644,7 +670,7 @@ impl GpuMsm {
             levels.push(levels.last().expect("non-empty").div_ceil(SCAN_BLOCK));
         }
         let tmp_len: usize = levels.iter().map(|l| l.div_ceil(SCAN_BLOCK)).sum();
-        let tmp = tmp.get(&self.gpu, tmp_len).map_err(gpu_err)?;
+        let tmp = tmp.get((&self.memory, s), tmp_len).map_err(gpu_err)?;
         // Pointers of each level's data: level 0 is `data`, level i > 0 the
         // block sums of level i - 1 inside tmp.
         let mut ptrs = vec![data.device_ptr()];
@@ -754,17 +780,18 @@ impl GpuMsm {
         // device synchronisation) inside the loop.
         let mut slots = std::mem::take(&mut scratch.stream_bases);
         for slot in slots.iter_mut().take(chunks.len().min(2)) {
-            slot.get::<C::Affine>(&self.gpu, chunk).map_err(gpu_err)?;
+            slot.get::<C::Affine>((&self.memory, &streams.compute), chunk).map_err(gpu_err)?;
         }
         // Make the first waits on `free` pass.
         for e in &streams.free {
             e.record(&streams.compute).map_err(gpu_err)?;
         }
         let streams: &Streams = streams;
-        let gpu = &self.gpu;
+        let memory = &self.memory;
         let upload = |k: usize, slot: &mut AnySlot| -> Result<u64, MsmError> {
             let (lo, hi) = chunks[k];
-            let buf = slot.get::<C::Affine>(gpu, chunk).map_err(gpu_err)?;
+            // Allocated above at this size: no growth (and no wait) here.
+            let buf = slot.get::<C::Affine>((memory, &streams.copy), chunk).map_err(gpu_err)?;
             streams.copy.wait(&streams.free[k % 2]).map_err(gpu_err)?;
             buf.upload_async(0, &bases[lo..hi], &streams.copy).map_err(gpu_err)?;
             streams.ready[k % 2].record(&streams.copy).map_err(gpu_err)?;
@@ -808,7 +835,7 @@ impl GpuMsm {
     /// Uploads scalars (pageable host memory; the driver stages them).
     pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceBuffer<Scalar>, MsmError> {
         let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
-        let mut d = self.gpu.alloc::<Scalar>(scalars.len()).map_err(gpu_err)?;
+        let mut d = self.memory.alloc::<Scalar>(scalars.len()).map_err(gpu_err)?;
         d.upload_async(0, scalars, &streams.compute).map_err(gpu_err)?;
         streams.compute.synchronize().map_err(gpu_err)?;
         Ok(d)
@@ -828,13 +855,13 @@ impl GpuMsm {
             return Ok(C::Projective::identity());
         }
         let s = &streams.compute;
-        let g = &self.gpu;
+        let g = (&self.memory, s);
         let e = gpu_err;
         let xyzz = std::mem::size_of::<C::Xyzz>();
         let xw = xyzz / 8;
         let kc = self.curve::<C>();
 
-        let mut clock = StageClock::new(g, self.config.stage_timing, s)?;
+        let mut clock = StageClock::new(&self.gpu, self.config.stage_timing, s)?;
         // 1. Split on the GPU: zeros dropped, ones listed, others kept.
         let counters = scratch.counters.get(g, 2).map_err(e)?;
         counters.zero_async(0, 2, s).map_err(e)?;
@@ -1093,7 +1120,7 @@ impl GpuMsm {
             let out = if next_len == outputs {
                 dst
             } else {
-                let b = scratch.sums[flip].get(&self.gpu, next_len * xw).map_err(gpu_err)?.device_ptr();
+                let b = scratch.sums[flip].get((&self.memory, s), next_len * xw).map_err(gpu_err)?.device_ptr();
                 flip ^= 1;
                 b
             };

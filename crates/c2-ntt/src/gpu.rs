@@ -1,12 +1,14 @@
 //! The GPU NTT (feature `cuda`): kernels in `cuda-kernels/ntt/`, launched on
-//! explicit streams; twiddles cached on the device per domain size.
+//! explicit streams; twiddles cached on the device per domain size. Device
+//! buffers come from the [`DeviceMemory`] given at construction (the
+//! device's pool in the prover).
 
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
-use c2_cuda::{DeviceBuffer, Event, Gpu, GpuError, Kernel, PinnedBuffer, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Kernel, PinnedBuffer, Stream};
 use rayon::prelude::*;
 use ff::{Field, PrimeField};
 
@@ -67,8 +69,13 @@ struct Tables {
 /// NTTs and `compute_h` on one GPU.
 pub struct GpuNtt {
     gpu: Arc<Gpu>,
+    memory: DeviceMemory,
     kernels: Kernels,
-    tables: Mutex<Option<Arc<Tables>>>,
+    /// One entry per domain size used, kept for the instance's lifetime: a
+    /// table range freed while another worker's queued kernels still read
+    /// it could be handed out again at once by a pool (one size per sector
+    /// size: 2 GB of twiddles at 2^27).
+    tables: Mutex<Vec<Arc<Tables>>>,
     /// Streams and staging for the host-level API: copies overlap compute.
     io: Mutex<HostIo>,
 }
@@ -185,8 +192,15 @@ fn ptr_arg<T>(v: &mut T) -> *mut c_void {
 }
 
 impl GpuNtt {
-    /// Loads the NTT kernels on `gpu`.
+    /// Loads the NTT kernels on `gpu`; buffers from the driver.
     pub fn new(gpu: Arc<Gpu>) -> Result<Self, NttError> {
+        Self::with_memory(DeviceMemory::driver(gpu))
+    }
+
+    /// Loads the NTT kernels on `memory`'s device; every device buffer
+    /// (tables, the host-level API's buffers) comes from `memory`.
+    pub fn with_memory(memory: DeviceMemory) -> Result<Self, NttError> {
+        let gpu = memory.gpu().clone();
         let k = |name: &str| gpu.kernel(name).map_err(gpu_err);
         let kernels = Kernels {
             bit_reverse: k("c2_ntt_bit_reverse")?,
@@ -206,7 +220,7 @@ impl GpuNtt {
             slots: [slot().map_err(gpu_err)?, slot().map_err(gpu_err)?],
             copy,
         };
-        Ok(Self { gpu, kernels, tables: Mutex::new(None), io: Mutex::new(io) })
+        Ok(Self { gpu, memory, kernels, tables: Mutex::new(Vec::new()), io: Mutex::new(io) })
     }
 
     /// The device.
@@ -214,8 +228,13 @@ impl GpuNtt {
         &self.gpu
     }
 
+    /// Where this instance's device buffers come from.
+    pub fn memory(&self) -> &DeviceMemory {
+        &self.memory
+    }
+
     fn upload_small(&self, v: &[Scalar], stream: &Stream) -> Result<DeviceBuffer<Scalar>, GpuError> {
-        let mut b = self.gpu.alloc::<Scalar>(v.len())?;
+        let mut b = self.memory.alloc::<Scalar>(v.len())?;
         b.upload_async(0, v, stream)?;
         // Small pageable copies: wait so `v` may be dropped.
         stream.synchronize()?;
@@ -226,10 +245,9 @@ impl GpuNtt {
     /// 2 GB at 2^27, computed on the device from two small tables).
     fn tables(&self, log_n: u32, stream: &Stream) -> Result<Arc<Tables>, NttError> {
         let mut cache = self.tables.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(t) = cache.as_ref().filter(|t| t.log_n == log_n) {
+        if let Some(t) = cache.iter().find(|t| t.log_n == log_n) {
             return Ok(t.clone());
         }
-        *cache = None; // free the old size first
         let d = Domain::new(log_n)?;
         let n = d.size();
         let g = Scalar::MULTIPLICATIVE_GENERATOR;
@@ -240,7 +258,7 @@ impl GpuNtt {
         };
         let half = (n / 2).max(1);
         let tw_tables = up(power_tables(d.omega(), Scalar::ONE, half))?;
-        let twiddles = self.gpu.alloc::<Scalar>(half).map_err(gpu_err)?;
+        let twiddles = self.memory.alloc::<Scalar>(half).map_err(gpu_err)?;
         let (mut out, mut hi, mut lo, mut count, mut lo_bits) =
             (twiddles.device_ptr(), tw_tables.0.device_ptr(), tw_tables.1.device_ptr(), half as u64, LO_BITS);
         // SAFETY: buffers sized for `count` and the tables' index ranges.
@@ -268,7 +286,7 @@ impl GpuNtt {
             zinv: self.upload_small(&[d.z_on_coset_inverse()], stream).map_err(gpu_err)?,
         };
         let t = Arc::new(tables);
-        *cache = Some(t.clone());
+        cache.push(t.clone());
         Ok(t)
     }
 
@@ -302,7 +320,7 @@ impl GpuNtt {
                 out.copy_from_async(0, input, stream).map_err(gpu_err)?;
                 self.scale_by(out, &t.coset, n, stream)?;
                 // Permute needs a distinct source: go through a scratch copy.
-                let mut tmp = self.gpu.alloc::<Scalar>(n).map_err(gpu_err)?;
+                let mut tmp = self.memory.alloc::<Scalar>(n).map_err(gpu_err)?;
                 tmp.copy_from_async(0, out, stream).map_err(gpu_err)?;
                 self.permute(&tmp, out, log_n, false, stream)?;
                 self.passes(out, &t, log_n, stream)?;
@@ -493,8 +511,8 @@ impl GpuNtt {
             return Err(NttError::Backend { backend: "cuda", message: "length must be a power of two".into() });
         }
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
-        let mut input = self.gpu.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
-        let mut out = self.gpu.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
+        let mut input = self.memory.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
+        let mut out = self.memory.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
         io.upload(&mut input, v).map_err(gpu_err)?;
         let uploaded = self.gpu.event().map_err(gpu_err)?;
         uploaded.record(&io.copy).map_err(gpu_err)?;
@@ -523,7 +541,7 @@ impl Ntt for GpuNtt {
         let m = 1usize << domain_log;
         let n = a.len();
         let need = (4 * m + m / 2) * std::mem::size_of::<Scalar>();
-        let (free, _) = self.gpu.memory().map_err(gpu_err)?;
+        let free = self.memory.available().map_err(gpu_err)?;
         if need > free {
             return Err(NttError::Backend {
                 backend: "cuda",
@@ -536,7 +554,7 @@ impl Ntt for GpuNtt {
         let mut bufs = Vec::with_capacity(3);
         let mut events = Vec::with_capacity(3);
         for v in [&a, &b, &c] {
-            let mut d = self.gpu.alloc::<Scalar>(m).map_err(gpu_err)?;
+            let mut d = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
             io.upload(&mut d, v).map_err(gpu_err)?;
             d.zero_tail_async(n, &io.copy).map_err(gpu_err)?;
             let e = self.gpu.event().map_err(gpu_err)?;
@@ -545,7 +563,7 @@ impl Ntt for GpuNtt {
             events.push(e);
         }
         drop((a, b, c));
-        let mut h = self.gpu.alloc::<Scalar>(m).map_err(gpu_err)?;
+        let mut h = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
         let mut it = bufs.into_iter();
         let (mut da, mut db, mut dc) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
         let compute = &io.compute;

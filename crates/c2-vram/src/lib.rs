@@ -9,8 +9,12 @@
 //! [`VramError::OutOfBudget`], never a driver OOM in the middle of a kernel
 //! sequence.
 //!
-//! [`RangeAllocator`] is the bookkeeping (first fit, coalescing, aligned);
-//! with the `cuda` feature, `VramPool` backs it with one device slab.
+//! [`RangeAllocator`] is the bookkeeping (first fit, coalescing, aligned),
+//! [`SharedBudget`] shares it between workers (a request that does not fit
+//! waits a while for ranges to come back); with the `cuda` feature,
+//! `VramPool` backs it with one device slab and is the `c2_cuda::DeviceArena`
+//! every stage of the GPU prover draws its buffers from
+//! (`VramPool::memory`).
 //!
 //! Parameter residency: with the `cuda` feature, `SrsCache` keeps each
 //! Groth16 parameter set on a device once uploaded, dropping the least
@@ -20,11 +24,13 @@
 #![deny(missing_docs)]
 
 use std::collections::BTreeMap;
+use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
 
 #[cfg(feature = "cuda")]
 mod pool;
 #[cfg(feature = "cuda")]
-pub use pool::{VramBlock, VramPool};
+pub use pool::VramPool;
 #[cfg(feature = "cuda")]
 mod srs;
 #[cfg(feature = "cuda")]
@@ -61,6 +67,18 @@ pub enum VramError {
     Gpu(#[from] c2_cuda::GpuError),
 }
 
+impl From<VramError> for c2_cuda::GpuError {
+    fn from(e: VramError) -> Self {
+        match e {
+            VramError::OutOfBudget { requested, largest_free, free, budget } => {
+                Self::OutOfBudget { requested, largest_free, free, budget }
+            }
+            VramError::Invalid(m) => Self::Invalid(m),
+            VramError::Gpu(g) => g,
+        }
+    }
+}
+
 /// How much of a device a pool reserves.
 #[derive(Clone, Debug)]
 pub struct VramConfig {
@@ -69,11 +87,18 @@ pub struct VramConfig {
     pub cap: Option<usize>,
     /// Left to the driver, other libraries and local memory of kernels.
     pub margin: usize,
+    /// How long a request that does not fit now waits for other workers on
+    /// the device to return memory before it fails with
+    /// [`VramError::OutOfBudget`] (zero: fail at once). A request larger
+    /// than the whole budget fails at once.
+    pub wait: Duration,
 }
 
 impl Default for VramConfig {
     fn default() -> Self {
-        Self { cap: None, margin: 2 << 30 }
+        // Two workers per device each return their partition's buffers
+        // within one partition's time (~3 s on the H200 at 32 GiB).
+        Self { cap: None, margin: 2 << 30, wait: Duration::from_secs(20) }
     }
 }
 
@@ -168,6 +193,70 @@ impl RangeAllocator {
         }
         self.free.insert(start, end - start);
         self.used -= len;
+    }
+}
+
+/// A [`RangeAllocator`] shared by threads: a request that does not fit
+/// waits (up to a limit) for ranges that others give back.
+#[derive(Debug)]
+pub struct SharedBudget {
+    ranges: Mutex<RangeAllocator>,
+    returned: Condvar,
+}
+
+impl SharedBudget {
+    /// A budget of `budget` bytes (rounded down to [`ALIGN`]).
+    pub fn new(budget: usize) -> Result<Self, VramError> {
+        Ok(Self { ranges: Mutex::new(RangeAllocator::new(budget)?), returned: Condvar::new() })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, RangeAllocator> {
+        // The allocator's state is consistent between calls: a panic
+        // elsewhere while holding the lock cannot leave it half-updated.
+        self.ranges.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The budget in bytes.
+    pub fn budget(&self) -> usize {
+        self.lock().budget()
+    }
+
+    /// Bytes handed out now.
+    pub fn used(&self) -> usize {
+        self.lock().used()
+    }
+
+    /// The largest request that would succeed now.
+    pub fn largest_free(&self) -> usize {
+        self.lock().largest_free()
+    }
+
+    /// A range of at least `bytes` (offset, rounded length). When it does not
+    /// fit now but could once others give ranges back, waits up to `wait`
+    /// for them; then [`VramError::OutOfBudget`].
+    pub fn take(&self, bytes: usize, wait: Duration) -> Result<(usize, usize), VramError> {
+        let deadline = Instant::now() + wait;
+        let mut ranges = self.lock();
+        loop {
+            match ranges.alloc(bytes) {
+                Err(VramError::OutOfBudget { requested, budget, .. })
+                    if requested <= budget && ranges.used() > 0 =>
+                {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return ranges.alloc(bytes);
+                    }
+                    ranges = self.returned.wait_timeout(ranges, left).unwrap_or_else(|p| p.into_inner()).0;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Gives back a range from [`SharedBudget::take`] and wakes the waiters.
+    pub fn give(&self, offset: usize, len: usize) {
+        self.lock().release(offset, len);
+        self.returned.notify_all();
     }
 }
 
@@ -290,9 +379,40 @@ mod tests {
         assert_eq!(a.largest_free(), a.budget());
     }
 
+    /// A request that does not fit waits for a range another thread gives
+    /// back; without a wait, or past it, it fails with the typed error; a
+    /// request larger than the budget fails at once even with a wait.
+    #[test]
+    fn shared_budget_waits_for_returned_ranges() {
+        let b = std::sync::Arc::new(SharedBudget::new(4 * ALIGN).unwrap());
+        let held = b.take(3 * ALIGN, Duration::ZERO).unwrap();
+        assert!(matches!(b.take(2 * ALIGN, Duration::ZERO), Err(VramError::OutOfBudget { .. })));
+        let clock = Instant::now();
+        assert!(matches!(b.take(2 * ALIGN, Duration::from_millis(50)), Err(VramError::OutOfBudget { .. })));
+        assert!(clock.elapsed() >= Duration::from_millis(50), "gave up before the wait was over");
+        let clock = Instant::now();
+        assert!(matches!(b.take(5 * ALIGN, Duration::from_secs(10)), Err(VramError::OutOfBudget { .. })));
+        assert!(clock.elapsed() < Duration::from_secs(5), "waited for a request that can never fit");
+
+        let giver = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                b.give(held.0, held.1);
+            })
+        };
+        let clock = Instant::now();
+        let got = b.take(2 * ALIGN, Duration::from_secs(30)).unwrap();
+        assert!(clock.elapsed() >= Duration::from_millis(90), "took the range before it was given back");
+        giver.join().unwrap();
+        assert_eq!((got.1, b.used()), (2 * ALIGN, 2 * ALIGN));
+        b.give(got.0, got.1);
+        assert_eq!(b.largest_free(), b.budget());
+    }
+
     #[test]
     fn budget_from_free_memory_margin_and_cap() {
-        let c = VramConfig { cap: Some(16 << 30), margin: 1 << 30 };
+        let c = VramConfig { cap: Some(16 << 30), margin: 1 << 30, ..Default::default() };
         assert_eq!(c.budget(140 << 30), 16 << 30);
         assert_eq!(c.budget(10 << 30), 9 << 30);
         assert_eq!(c.budget(1 << 29), 0);

@@ -5,8 +5,15 @@
 //! host memory in chunks. Blinding and assembly are the CPU path's
 //! ([`crate::groth16`]), so proofs are bit-identical for the same `r`, `s`.
 //!
+//! Device memory: [`gpu_backend`] reserves one [`VramPool`] per device (free
+//! memory minus a margin, or a cap: [`GpuBackendConfig::vram`]); the NTT
+//! tables, resident parameters, every worker's partition buffers and MSM
+//! scratch are ranges of it. No cuMemAlloc/cuMemFree (and no implicit device
+//! synchronisation) happens per partition, and a shortage is a typed
+//! `OutOfBudget` after a bounded wait for the device's other worker.
+//!
 //! [`gpu_backend`] makes `workers_per_device` [`GpuProver`]s on every device
-//! (sharing that device's NTT tables and parameter cache); the facade's
+//! (sharing that device's pool, NTT tables and parameter cache); the facade's
 //! pipeline gives each its own consumer thread, so one worker's uploads and
 //! host work overlap another's kernels, and partitions spread over devices.
 
@@ -17,12 +24,12 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, Scalar};
 use std::sync::Mutex;
 
-use c2_cuda::{DeviceBuffer, Event, Gpu, GpuError, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stream};
 use c2_sched::HostPermit;
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_synth::Synthesized;
-use c2_vram::{ResidentSrs, SrsCache, SrsSource, Stager};
+use c2_vram::{ResidentSrs, SrsCache, SrsSource, Stager, VramConfig, VramPool};
 
 use crate::groth16::{assemble, check_parameters, timed, Backend, GpuTimes, PartitionProver, ProveTimings, Sums};
 use crate::Error;
@@ -44,11 +51,21 @@ pub struct GpuBackendConfig {
     pub resident_params: bool,
     /// MSM tuning for every worker.
     pub msm: GpuMsmConfig,
+    /// The per-device memory reservation: by default the driver's free
+    /// memory minus 2 GiB, held while the backend lives. Set a cap (e.g.
+    /// 16 GiB) when other GPU work (PoSt) shares the device.
+    pub vram: VramConfig,
 }
 
 impl Default for GpuBackendConfig {
     fn default() -> Self {
-        Self { devices: Vec::new(), workers_per_device: 2, resident_params: true, msm: GpuMsmConfig::default() }
+        Self {
+            devices: Vec::new(),
+            workers_per_device: 2,
+            resident_params: true,
+            msm: GpuMsmConfig::default(),
+            vram: VramConfig::default(),
+        }
     }
 }
 
@@ -69,16 +86,18 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     let mut names = Vec::new();
     for &d in &ordinals {
         let gpu = Gpu::open(d).map_err(dev)?;
-        let ntt = Arc::new(GpuNtt::new(gpu.clone()).map_err(dev)?);
-        let srs = SrsCache::new(gpu.clone());
+        let pool = VramPool::new(&gpu, &config.vram).map_err(dev)?;
+        let memory = pool.memory();
+        let ntt = Arc::new(GpuNtt::with_memory(memory.clone()).map_err(dev)?);
+        let srs = SrsCache::new(memory.clone());
         let epoch = device_epoch(&gpu).map_err(dev)?;
         for w in 0..config.workers_per_device.max(1) {
             let p = GpuProver::new(d, w, ntt.clone(), srs.clone(), epoch.clone(), config)?;
             workers.push(Arc::new(p));
         }
-        names.push(format!("{d}: {}", gpu.info().name));
+        names.push(format!("{d}: {}, {:.1} GB reserved", gpu.info().name, pool.budget() as f64 / 1e9));
         if first.is_none() {
-            first = Some((ntt, GpuMsm::with_config(gpu, config.msm.clone()).map_err(dev)?));
+            first = Some((ntt, GpuMsm::with_memory(memory, config.msm.clone()).map_err(dev)?));
         }
     }
     let (ntt, msm) = first.expect("at least one device");
@@ -116,6 +135,8 @@ pub struct GpuProver {
     worker: usize,
     workers_on_device: usize,
     gpu: Arc<Gpu>,
+    /// The device's pool (shared with its other workers).
+    memory: DeviceMemory,
     ntt: Arc<GpuNtt>,
     msm: GpuMsm,
     srs: Arc<SrsCache>,
@@ -136,9 +157,9 @@ pub struct GpuProver {
 const STAGING_SCALARS: usize = 1 << 22;
 
 impl GpuProver {
-    /// Worker `worker` of device `device`, sharing the device's NTT tables,
-    /// parameter cache and `epoch` (a completed event on that device: the
-    /// origin of [`GpuTimes::spans_ms`]).
+    /// Worker `worker` of device `device`, sharing the device's memory (the
+    /// NTT's: its pool), NTT tables, parameter cache and `epoch` (a
+    /// completed event on that device: the origin of [`GpuTimes::spans_ms`]).
     pub fn new(
         device: usize,
         worker: usize,
@@ -147,10 +168,11 @@ impl GpuProver {
         epoch: Arc<Event>,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
-        let gpu = srs.gpu().clone();
+        let memory = ntt.memory().clone();
+        let gpu = memory.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig { stage_timing: true, ..config.msm.clone() };
-        let msm = GpuMsm::with_config(gpu.clone(), msm_config).map_err(dev)?;
+        let msm = GpuMsm::with_memory(memory.clone(), msm_config).map_err(dev)?;
         let stream = gpu.stream().map_err(dev)?;
         let stager = Mutex::new(Stager::new(&gpu, STAGING_SCALARS).map_err(dev)?);
         let marks = [(); 5].map(|_| gpu.event());
@@ -161,6 +183,7 @@ impl GpuProver {
             worker,
             workers_on_device: config.workers_per_device.max(1),
             gpu,
+            memory,
             ntt,
             msm,
             srs,
@@ -172,15 +195,11 @@ impl GpuProver {
         })
     }
 
-    /// `v` into a new device buffer of `len >= v.len()` elements (zeros
-    /// after `v`), through the staging slots on the copy stream.
-    fn stage(&self, stager: &mut Stager<Scalar>, v: &[Scalar], len: usize) -> Result<DeviceBuffer<Scalar>, GpuError> {
-        let mut d = self.gpu.alloc::<Scalar>(len)?;
-        stager.upload(&mut d, 0, v)?;
-        if len > v.len() {
-            d.zero_tail_async(v.len(), stager.stream())?;
-        }
-        Ok(d)
+    /// `v` into `d` (zeros after `v`), through the staging slots on the
+    /// copy stream.
+    fn stage(stager: &mut Stager<Scalar>, d: &mut DeviceBuffer<Scalar>, v: &[Scalar]) -> Result<(), GpuError> {
+        stager.upload(d, 0, v)?;
+        d.zero_tail_async(v.len(), stager.stream())
     }
 
     /// Kernel milliseconds of the MSM stages of this worker's last MSM.
@@ -203,6 +222,26 @@ impl GpuProver {
         };
         *ms += self.msm_ms();
         Ok(p)
+    }
+}
+
+/// On an early return (an error) from a partition's kernel sequence, waits
+/// for the whole device before the buffers declared ahead of it go back to
+/// the pool: queued copies or kernels may still use them, and the device's
+/// other worker could be handed the same range at once. Disarmed on success,
+/// where every buffer is freed only after its stream was synchronised.
+struct SettleOnError<'a> {
+    gpu: &'a Gpu,
+    armed: bool,
+}
+
+impl Drop for SettleOnError<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            if let Err(e) = self.gpu.synchronize() {
+                log::warn!("porep-c2: device sync after a failed partition: {e}");
+            }
+        }
     }
 }
 
@@ -262,28 +301,35 @@ impl PartitionProver for GpuProver {
         };
         g.params_resident = srs.is_some();
 
+        // Every buffer of the partition from the pool before any copy is
+        // queued: a shortage (after the pool's wait) fails here with
+        // nothing in flight.
+        let st = &self.stream;
+        let e = |x: GpuError| dev(x);
+        let alloc = |len: usize| self.memory.alloc::<Scalar>(len).map_err(e);
+        let (mut d_a, mut d_b, mut d_c, mut d_h) = (alloc(m)?, alloc(m)?, alloc(m)?, alloc(m)?);
+        let (mut d_aux, mut d_in) = (alloc(aux.len())?, alloc(inputs.len())?);
+        // Declared after the buffers, so dropped before them: on an early
+        // return the device finishes what is queued on them first (a pool
+        // hands a freed range to the other worker at once).
+        let mut settle = SettleOnError { gpu: &self.gpu, armed: true };
+
         // Uploads through the pinned staging slots on the copy stream
         // (pageable copies measured 6.3 vs 55 GB/s); events order them
         // before compute_h on this worker's stream.
-        let st = &self.stream;
-        let e = |x: GpuError| dev(x);
         let [m0, m1, m2, m3, m4] = &self.marks;
-        let (mut d_a, mut d_b, mut d_c, d_aux, d_in) = {
+        {
             let clock = Instant::now();
             m0.record(stager.stream()).map_err(e)?;
-            let d = (
-                self.stage(&mut stager, &a, m).map_err(e)?,
-                self.stage(&mut stager, &b, m).map_err(e)?,
-                self.stage(&mut stager, &c, m).map_err(e)?,
-                self.stage(&mut stager, &aux, aux.len()).map_err(e)?,
-                self.stage(&mut stager, &inputs, inputs.len()).map_err(e)?,
-            );
+            Self::stage(&mut stager, &mut d_a, &a).map_err(e)?;
+            Self::stage(&mut stager, &mut d_b, &b).map_err(e)?;
+            Self::stage(&mut stager, &mut d_c, &c).map_err(e)?;
+            Self::stage(&mut stager, &mut d_aux, &aux).map_err(e)?;
+            Self::stage(&mut stager, &mut d_in, &inputs).map_err(e)?;
             m1.record(stager.stream()).map_err(e)?;
             g.stage = clock.elapsed();
             st.wait(m1).map_err(e)?;
-            d
-        };
-        let mut d_h = self.gpu.alloc::<Scalar>(m).map_err(e)?;
+        }
         let clock = Instant::now();
         self.ntt.compute_h_device(&mut d_a, &mut d_b, &mut d_c, &mut d_h, log_m, st)?;
         m2.record(st).map_err(e)?;
@@ -303,6 +349,7 @@ impl PartitionProver for GpuProver {
         let a_mask = self.msm.upload_density(&a_aux_density)?;
         let b_in_mask = self.msm.upload_density(&b_input_density)?;
         let b_aux_mask = self.msm.upload_density(&b_aux_density)?;
+        let mut settle_masks = SettleOnError { gpu: &self.gpu, armed: true };
         let (aux_s, in_s) = (DeviceScalars::montgomery(&d_aux), DeviceScalars::montgomery(&d_in));
         let srs = srs.as_deref();
 
@@ -335,6 +382,7 @@ impl PartitionProver for GpuProver {
         m4.record(st).map_err(e)?;
         m4.synchronize().map_err(e)?;
         g.spans_ms.push((m3.elapsed_ms(&self.epoch).map_err(e)?, m4.elapsed_ms(&self.epoch).map_err(e)?));
+        (settle.armed, settle_masks.armed) = (false, false);
         let sums = Sums { h: h_acc, l: l_acc, a: a_acc, b_g1: b1_acc, b_g2: b2_acc };
         let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
         t.gpu = Some(g);
