@@ -344,6 +344,13 @@ impl ScratchShape {
         }
     }
 
+    /// Device scratch bytes of one window of an MSM over `m` full-width
+    /// scalars with `c`-bit windows (what [`plan_windows`] divides the
+    /// budget by).
+    pub fn window_bytes(&self, m: usize, c: u32) -> usize {
+        pass_bytes(m, 1 << (c.clamp(1, 31) - 1), 1, self)
+    }
+
     /// Segments of a pass with `entries` sorted entries: at least 8 entries
     /// each, at most `threads * segments_per_thread`.
     fn segments(&self, entries: usize) -> usize {
@@ -368,7 +375,7 @@ pub fn plan_windows(
         }
     };
     let windows = 255 / c + 1;
-    let per_window = pass_bytes(m, 1 << (c - 1), 1, shape);
+    let per_window = shape.window_bytes(m, c);
     // Offsets are u32: entries of one pass must stay below 2^32.
     let by_offsets = ((u32::MAX as usize) / m.max(1)).max(1);
     let per_pass = (budget / per_window.max(1)).min(windows as usize).min(by_offsets);
