@@ -19,6 +19,10 @@
 //! # 32 GiB-shaped synthetic partitions (random parameters: TIMING ONLY, the
 //! # proofs do not verify), every size divided by --scale (1, 2, 4, 8, ...)
 //! cargo run --release --features cuda --example c2-bench -- --synthetic --scale 1 --partitions 10 -c 1 -j 3
+//!
+//! # parameters uploaded to the devices before the clock starts (a
+//! # long-running node's steady state; synthetic and tiny modes)
+//! ... --preload
 //! ```
 //! `--backend auto` (default) uses the GPU workers (two per device,
 //! parameters resident) when built with `--features cuda` and a device
@@ -40,12 +44,21 @@ fn usage() -> ! {
     eprintln!(
         "usage: c2-bench [-c CONCURRENT] [-j TOTAL] [--c1 C1_JSON --prover-id HEX --sector-id N] \
          [--synthetic [--scale D] [--partitions K]] [--backend cpu|auto] [--json FILE] \
-         [--host-budget-gb X --partition-gb Y] [--no-verify]"
+         [--host-budget-gb X --partition-gb Y] [--no-verify] [--preload]"
     );
     std::process::exit(2)
 }
 
 
+
+/// `--preload`: the parameters onto every GPU worker's device before the
+/// clock starts, as a long-running node does once at start-up (without it
+/// the first partitions on each device wait for the upload).
+fn preload_parameters(backend: &porep_c2::Backend, parameter_id: &str, params: &bellperson::groth16::Parameters<blstrs::Bls12>) {
+    let t = Instant::now();
+    let n = backend.preload(parameter_id, params).unwrap_or_else(|e| fail(format!("preload: {e}")));
+    eprintln!("parameters preloaded: resident for {n} worker(s) in {:.1?} (before the clock starts)", t.elapsed());
+}
 
 /// What one proof cost, for the JSON report.
 #[derive(serde::Serialize)]
@@ -79,6 +92,7 @@ fn main() {
     let mut json: Option<PathBuf> = None;
     let (mut budget_gb, mut partition_gb) = (None::<f64>, 0f64);
     let (mut synthetic, mut scale, mut synthetic_partitions) = (false, 1usize, 10usize);
+    let mut preload = false;
     let mut config = ProverConfig::from_env();
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -94,6 +108,7 @@ fn main() {
             "--partition-gb" => partition_gb = val().parse().unwrap_or_else(|_| usage()),
             "--no-verify" => config.verify = false,
             "--synthetic" => synthetic = true,
+            "--preload" => preload = true,
             "--scale" => scale = val().parse().unwrap_or_else(|_| usage()),
             "--partitions" => synthetic_partitions = val().parse().unwrap_or_else(|_| usage()),
             "--backend" => config.backend = parse_backend(&val()).unwrap_or_else(|| usage()),
@@ -143,6 +158,9 @@ fn main() {
                 t.elapsed(),
                 shape.host_bytes() as f64 / 1e9
             );
+            if preload {
+                preload_parameters(&config.backend, porep_c2::PorepInstance::parameter_id(&instance), &params);
+            }
             let config = config.clone();
             let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); synthetic_partitions];
             let job: Job = Box::new(move || prove_instance(&instance, &params, &blinding, &config).map(|(_, r)| r));
@@ -170,6 +188,9 @@ fn main() {
             let (params, generated) = demo::ensure_parameters(&instance, &dir, 0).unwrap_or_else(|e| fail(e));
             eprintln!("tiny sector parameters {} in {:.1?}", if generated { "generated" } else { "loaded" }, t.elapsed());
             let partitions = porep_c2::PorepInstance::num_partitions(&instance);
+            if preload {
+                preload_parameters(&config.backend, porep_c2::PorepInstance::parameter_id(&instance), &params);
+            }
             let config = config.clone();
             let job: Job = Box::new(move || {
                 let blinding = porep_c2::blinding_pairs(&config.randomness, partitions)?;

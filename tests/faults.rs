@@ -291,3 +291,58 @@ fn a_higher_priority_proof_takes_a_shared_worker_first() {
     let b: Vec<usize> = (0..6).filter(|&i| order[i] >= 200).collect();
     assert!(b.windows(2).all(|w| w[1] == w[0] + 1), "{order:?}");
 }
+
+/// A worker that keeps the parameter keys it is asked to preload and to
+/// prove with, as a device cache would.
+struct KeyedWorker {
+    preloaded: std::sync::Mutex<Vec<String>>,
+    proved: std::sync::Mutex<Vec<String>>,
+}
+
+impl PartitionProver for KeyedWorker {
+    fn name(&self) -> String {
+        "keyed-worker".into()
+    }
+    fn prove(
+        &self,
+        s: Synthesized,
+        _host: Option<porep_c2::HostPermit>,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        params_key: &str,
+        r: Scalar,
+        s_blind: Scalar,
+    ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        self.proved.lock().unwrap().push(params_key.to_string());
+        prove_synthesized(s, params, r, s_blind, &Backend::cpu())
+    }
+    fn preload(&self, _params: &bellperson::groth16::Parameters<blstrs::Bls12>, params_key: &str) -> Result<bool, Error> {
+        self.preloaded.lock().unwrap().push(params_key.to_string());
+        Ok(true)
+    }
+}
+
+#[test]
+fn preload_warms_every_worker_under_the_key_proofs_use() {
+    let (instance, params, pairs) = setup();
+    assert_eq!(Backend::cpu().preload(instance.parameter_id(), &params).unwrap(), 0, "nothing to preload on the CPU");
+    let workers: Vec<Arc<KeyedWorker>> = (0..2)
+        .map(|_| Arc::new(KeyedWorker { preloaded: Default::default(), proved: Default::default() }))
+        .collect();
+    let backend = Backend {
+        workers: workers.iter().map(|w| w.clone() as Arc<dyn PartitionProver>).collect(),
+        ..Backend::cpu()
+    };
+    assert_eq!(backend.preload(instance.parameter_id(), &params).unwrap(), 2);
+    let (bytes, _) = prove_instance(&instance, &params, &pairs, &config(backend)).unwrap();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    assert_eq!(bytes, clean);
+    let mut proved_keys = Vec::new();
+    for w in &workers {
+        let pre = w.preloaded.lock().unwrap().clone();
+        assert_eq!(pre.len(), 1, "each worker preloads once: {pre:?}");
+        assert!(pre[0].starts_with(instance.parameter_id()), "{pre:?}");
+        proved_keys.extend(w.proved.lock().unwrap().iter().cloned());
+        assert!(w.proved.lock().unwrap().iter().all(|k| *k == pre[0]), "prove used another key than preload");
+    }
+    assert_eq!(proved_keys.len(), 3, "all partitions proved by the workers");
+}

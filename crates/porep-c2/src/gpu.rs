@@ -202,6 +202,19 @@ impl GpuProver {
         d.zero_tail_async(v.len(), stager.stream())
     }
 
+    /// `params` on this device (uploaded now when they are not yet and fit
+    /// beside every worker's working set), or `None`: streamed.
+    fn resident_params(&self, params: &Parameters<Bls12>, key: &str) -> Result<Option<Arc<ResidentSrs>>, Error> {
+        if !self.resident {
+            return Ok(None);
+        }
+        // The circuit's sizes from the parameters: H has m - 1 points, L one
+        // per aux variable (check_parameters holds them to the circuit).
+        let reserve = self.workers_on_device * working_set_bytes(params.h.len() + 1, params.l.len());
+        let src = || SrsSource { h: &params.h, l: &params.l, a: &params.a, b_g1: &params.b_g1, b_g2: &params.b_g2 };
+        self.srs.get_or_upload(key, reserve, src).map_err(dev)
+    }
+
     /// Kernel milliseconds of the MSM stages of this worker's last MSM.
     fn msm_ms(&self) -> f32 {
         self.msm.last_stage_times().iter().map(|(_, t)| t).sum()
@@ -262,6 +275,10 @@ impl PartitionProver for GpuProver {
         format!("cuda:{}/{}", self.device, self.worker)
     }
 
+    fn preload(&self, params: &Parameters<Bls12>, params_key: &str) -> Result<bool, Error> {
+        Ok(self.resident_params(params, params_key)?.is_some())
+    }
+
     fn prove(
         &self,
         s: Synthesized,
@@ -290,15 +307,10 @@ impl PartitionProver for GpuProver {
         let m = 1usize << log_m;
         let (n_in, b_in) = (inputs.len(), b_input_density.count_ones());
 
-        // Parameters: resident (uploaded by the first partition that needs
-        // them on this device), else None and the MSMs stream them.
-        let srs: Option<Arc<ResidentSrs>> = if self.resident {
-            let reserve = self.workers_on_device * working_set_bytes(m, aux.len());
-            let src = || SrsSource { h: &params.h, l: &params.l, a: &params.a, b_g1: &params.b_g1, b_g2: &params.b_g2 };
-            timed(&mut g.params, || self.srs.get_or_upload(params_key, reserve, src)).map_err(dev)?
-        } else {
-            None
-        };
+        // Parameters: resident (preloaded, or uploaded by the first
+        // partition that needs them on this device), else None and the
+        // MSMs stream them.
+        let srs = timed(&mut g.params, || self.resident_params(params, params_key))?;
         g.params_resident = srs.is_some();
 
         // Every buffer of the partition from the pool before any copy is

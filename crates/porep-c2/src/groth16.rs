@@ -36,6 +36,15 @@ pub trait PartitionProver: Send + Sync {
         r: Scalar,
         s_blind: Scalar,
     ) -> Result<(Proof<Bls12>, ProveTimings), Error>;
+
+    /// Makes `params` ready for later [`PartitionProver::prove`] calls with
+    /// the same `params_key` (a GPU worker uploads them to its device once,
+    /// off any proof's clock). Returns whether they are resident now;
+    /// workers without a cache answer `false`.
+    fn preload(&self, params: &Parameters<Bls12>, params_key: &str) -> Result<bool, Error> {
+        let _ = (params, params_key);
+        Ok(false)
+    }
 }
 
 /// The stage implementations a prover uses. `Default` is the CPU path.
@@ -132,6 +141,27 @@ impl Backend {
         #[cfg(not(feature = "cuda"))]
         log::warn!("porep-c2: {}; proving on the CPU", c2_cuda::GpuError::NotCompiled);
         Self::default()
+    }
+}
+
+impl Backend {
+    /// Uploads `params` (the set for `parameter_id`, as
+    /// [`c2_synth::PorepInstance::parameter_id`] names it) to every worker's
+    /// device now, all devices at once, so the first proof does not wait
+    /// for ~47 GB (32 GiB) to cross PCIe. A node calls it once at start-up
+    /// for each sector size it proves. Returns how many workers have them
+    /// resident (0 on the CPU, or when they do not fit and will stream).
+    pub fn preload(&self, parameter_id: &str, params: &Parameters<Bls12>) -> Result<usize, Error> {
+        let key = crate::prover::params_key(parameter_id, params);
+        let results: Vec<Result<bool, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> =
+                self.workers.iter().map(|w| s.spawn(|| w.preload(params, &key))).collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(Error::Device("a worker panicked in preload".into()))))
+                .collect()
+        });
+        results.into_iter().try_fold(0, |n, r| Ok(n + usize::from(r?)))
     }
 }
 

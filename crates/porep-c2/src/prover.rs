@@ -313,7 +313,7 @@ fn prove_on(
 /// Names a parameter set for device caches: the file's cache identifier
 /// and the start of its verifying key's delta (random per setup, so two
 /// setups under one name never share a cache entry).
-fn params_key(parameter_id: &str, params: &Parameters<Bls12>) -> String {
+pub(crate) fn params_key(parameter_id: &str, params: &Parameters<Bls12>) -> String {
     let delta = params.vk.delta_g1.to_compressed();
     let hex: String = delta[..12].iter().map(|b| format!("{b:02x}")).collect();
     format!("{parameter_id}#{hex}")
