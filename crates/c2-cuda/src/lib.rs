@@ -43,17 +43,23 @@ pub enum GpuError {
     #[error("{0}")]
     Invalid(String),
     /// A device memory reservation (an arena) cannot serve a request now.
-    #[error("device memory budget exhausted: {requested} bytes requested, {largest_free} free in one piece ({free} in all) of a {budget}-byte budget")]
-    OutOfBudget {
-        /// Bytes asked for (rounded up to the arena's alignment).
-        requested: usize,
-        /// The largest free range.
-        largest_free: usize,
-        /// All free bytes.
-        free: usize,
-        /// The reservation's size.
-        budget: usize,
-    },
+    #[error(transparent)]
+    OutOfBudget(#[from] OutOfBudget),
+}
+
+/// What a device memory reservation lacked for a request: the error of a
+/// VRAM pool that cannot serve it (a typed answer instead of a driver OOM).
+#[derive(Debug, thiserror::Error, Clone, Copy, PartialEq, Eq)]
+#[error("device memory budget exhausted: {requested} bytes requested, {largest_free} free in one piece ({free} in all) of a {budget}-byte budget")]
+pub struct OutOfBudget {
+    /// Bytes asked for (rounded up to the reservation's alignment).
+    pub requested: usize,
+    /// The largest free range.
+    pub largest_free: usize,
+    /// All free bytes.
+    pub free: usize,
+    /// The reservation's size.
+    pub budget: usize,
 }
 
 /// What the driver says about one device.

@@ -24,6 +24,8 @@
 #![deny(missing_docs)]
 
 use std::collections::BTreeMap;
+
+pub use c2_cuda::OutOfBudget;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,17 +50,8 @@ pub const ALIGN: usize = 256;
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum VramError {
     /// The request does not fit what is free of the budget now.
-    #[error("device memory budget exhausted: {requested} bytes requested, {largest_free} free in one piece ({free} in all) of a {budget}-byte budget")]
-    OutOfBudget {
-        /// Bytes asked for (rounded up to [`ALIGN`]).
-        requested: usize,
-        /// The largest free range.
-        largest_free: usize,
-        /// All free bytes.
-        free: usize,
-        /// The budget.
-        budget: usize,
-    },
+    #[error(transparent)]
+    OutOfBudget(#[from] OutOfBudget),
     /// A zero-byte budget or a request that overflows.
     #[error("invalid VRAM request: {0}")]
     Invalid(String),
@@ -70,9 +63,7 @@ pub enum VramError {
 impl From<VramError> for c2_cuda::GpuError {
     fn from(e: VramError) -> Self {
         match e {
-            VramError::OutOfBudget { requested, largest_free, free, budget } => {
-                Self::OutOfBudget { requested, largest_free, free, budget }
-            }
+            VramError::OutOfBudget(o) => Self::OutOfBudget(o),
             VramError::Invalid(m) => Self::Invalid(m),
             VramError::Gpu(g) => g,
         }
@@ -155,12 +146,12 @@ impl RangeAllocator {
             .ok_or_else(|| VramError::Invalid(format!("{bytes} bytes overflows")))?;
         let hit = self.free.iter().find(|(_, &l)| l >= len).map(|(&o, &l)| (o, l));
         let Some((off, free_len)) = hit else {
-            return Err(VramError::OutOfBudget {
+            return Err(VramError::OutOfBudget(OutOfBudget {
                 requested: len,
                 largest_free: self.largest_free(),
                 free: self.budget - self.used,
                 budget: self.budget,
-            });
+            }));
         };
         self.free.remove(&off);
         if free_len > len {
@@ -239,8 +230,7 @@ impl SharedBudget {
         let mut ranges = self.lock();
         loop {
             match ranges.alloc(bytes) {
-                Err(VramError::OutOfBudget { requested, budget, .. })
-                    if requested <= budget && ranges.used() > 0 =>
+                Err(VramError::OutOfBudget(o)) if o.requested <= o.budget && ranges.used() > 0 =>
                 {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
@@ -322,7 +312,7 @@ mod tests {
         let (o2, l2) = a.alloc(ALIGN + 1).unwrap();
         assert_eq!((o1, l1, o2, l2), (0, ALIGN, ALIGN, 2 * ALIGN));
         let e = a.alloc(8 * ALIGN).unwrap_err();
-        assert_eq!(e, VramError::OutOfBudget { requested: 8 * ALIGN, largest_free: 7 * ALIGN, free: 7 * ALIGN, budget: 10 * ALIGN });
+        assert_eq!(e, VramError::OutOfBudget(OutOfBudget { requested: 8 * ALIGN, largest_free: 7 * ALIGN, free: 7 * ALIGN, budget: 10 * ALIGN }));
         assert!(e.to_string().contains("budget exhausted"), "{e}");
         a.release(o1, l1);
         a.release(o2, l2);
@@ -337,7 +327,7 @@ mod tests {
         a.release(r[0].0, r[0].1);
         a.release(r[2].0, r[2].1);
         match a.alloc(2 * ALIGN) {
-            Err(VramError::OutOfBudget { largest_free, free, .. }) => assert_eq!((largest_free, free), (ALIGN, 2 * ALIGN)),
+            Err(VramError::OutOfBudget(o)) => assert_eq!((o.largest_free, o.free), (ALIGN, 2 * ALIGN)),
             other => panic!("{other:?}"),
         }
         a.release(r[1].0, r[1].1); // merges 0..3
@@ -386,12 +376,12 @@ mod tests {
     fn shared_budget_waits_for_returned_ranges() {
         let b = std::sync::Arc::new(SharedBudget::new(4 * ALIGN).unwrap());
         let held = b.take(3 * ALIGN, Duration::ZERO).unwrap();
-        assert!(matches!(b.take(2 * ALIGN, Duration::ZERO), Err(VramError::OutOfBudget { .. })));
+        assert!(matches!(b.take(2 * ALIGN, Duration::ZERO), Err(VramError::OutOfBudget(_))));
         let clock = Instant::now();
-        assert!(matches!(b.take(2 * ALIGN, Duration::from_millis(50)), Err(VramError::OutOfBudget { .. })));
+        assert!(matches!(b.take(2 * ALIGN, Duration::from_millis(50)), Err(VramError::OutOfBudget(_))));
         assert!(clock.elapsed() >= Duration::from_millis(50), "gave up before the wait was over");
         let clock = Instant::now();
-        assert!(matches!(b.take(5 * ALIGN, Duration::from_secs(10)), Err(VramError::OutOfBudget { .. })));
+        assert!(matches!(b.take(5 * ALIGN, Duration::from_secs(10)), Err(VramError::OutOfBudget(_))));
         assert!(clock.elapsed() < Duration::from_secs(5), "waited for a request that can never fit");
 
         let giver = {

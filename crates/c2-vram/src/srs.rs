@@ -144,7 +144,7 @@ impl SrsCache {
         };
         match all() {
             Ok(srs) => Ok(Some(srs)),
-            Err(GpuError::OutOfBudget { .. }) => Ok(None),
+            Err(GpuError::OutOfBudget(_)) => Ok(None),
             Err(e) => Err(e.into()),
         }
     }
