@@ -20,9 +20,7 @@ fn bench_ntt(c: &mut Criterion) {
         let mut v = random(d.size());
         g.throughput(Throughput::Elements(d.size() as u64));
         g.bench_with_input(BenchmarkId::new("fft", log_n), &log_n, |b, _| b.iter(|| d.fft(&mut v)));
-        g.bench_with_input(BenchmarkId::new("coset_fft", log_n), &log_n, |b, _| {
-            b.iter(|| d.coset_fft(&mut v))
-        });
+        g.bench_with_input(BenchmarkId::new("coset_fft", log_n), &log_n, |b, _| b.iter(|| d.coset_fft(&mut v)));
     }
     g.finish();
 

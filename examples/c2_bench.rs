@@ -29,16 +29,15 @@
 //! answers. The report gives each partition's timeline (synthesis, queue,
 //! upload, NTT and each MSM from CUDA events) and kernel time over wall time.
 
-mod cli;
-
-use cli::{fail, parse_backend, parse_hex32};
+use c2_testkit::cli::{fail, parse_backend, parse_hex32};
+use c2_testkit::demo;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use porep_c2::{demo, prove_instance, prove_porep_c2_with_report, ProofReport, ProverConfig, Randomness};
+use porep_c2::{prove_instance, prove_porep_c2_with_report, ProofReport, ProverConfig, Randomness};
 
 fn usage() -> ! {
     eprintln!(
@@ -49,12 +48,14 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
-
-
 /// `--preload`: the parameters onto every GPU worker's device before the
 /// clock starts, as a long-running node does once at start-up (without it
 /// the first partitions on each device wait for the upload).
-fn preload_parameters(backend: &porep_c2::Backend, parameter_id: &str, params: &bellperson::groth16::Parameters<blstrs::Bls12>) {
+fn preload_parameters(
+    backend: &porep_c2::Backend,
+    parameter_id: &str,
+    params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+) {
     let t = Instant::now();
     let n = backend.preload(parameter_id, params).unwrap_or_else(|e| fail(format!("preload: {e}")));
     eprintln!("parameters preloaded: resident for {n} worker(s) in {:.1?} (before the clock starts)", t.elapsed());
@@ -88,7 +89,8 @@ struct BenchReport {
 fn main() {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let (mut concurrent, mut total) = (1usize, 1usize);
-    let (mut c1_path, mut prover_id, mut sector_id): (Option<PathBuf>, Option<[u8; 32]>, Option<u64>) = (None, None, None);
+    let (mut c1_path, mut prover_id, mut sector_id): (Option<PathBuf>, Option<[u8; 32]>, Option<u64>) =
+        (None, None, None);
     let mut json: Option<PathBuf> = None;
     let (mut budget_gb, mut partition_gb) = (None::<f64>, 0f64);
     let (mut synthetic, mut scale, mut synthetic_partitions) = (false, 1usize, 10usize);
@@ -148,7 +150,7 @@ fn main() {
     type Job = Box<dyn Fn() -> Result<ProofReport, porep_c2::Error> + Send + Sync>;
     let (sector, job): (String, Job) = match c1_path {
         _ if synthetic => {
-            use porep_c2::synthetic::{SyntheticPorep, SyntheticShape};
+            use c2_testkit::synthetic::{SyntheticPorep, SyntheticShape};
             let shape = SyntheticShape::porep_32gib().scaled(scale);
             let instance = SyntheticPorep::new(shape.clone(), synthetic_partitions);
             let t = Instant::now();
@@ -175,9 +177,8 @@ fn main() {
             let c1 = porep_c2::read_c1_json(&path).unwrap_or_else(|e| fail(e));
             let name = format!("{} ({:?})", path.display(), c1.registered_proof);
             let config = config.clone();
-            let job: Job = Box::new(move || {
-                prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config).map(|(_, r)| r)
-            });
+            let job: Job =
+                Box::new(move || prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config).map(|(_, r)| r));
             (name, job)
         }
         None => {
@@ -186,7 +187,11 @@ fn main() {
             let dir = std::env::temp_dir().join("porep-c2-demo-params");
             let t = Instant::now();
             let (params, generated) = demo::ensure_parameters(&instance, &dir, 0).unwrap_or_else(|e| fail(e));
-            eprintln!("tiny sector parameters {} in {:.1?}", if generated { "generated" } else { "loaded" }, t.elapsed());
+            eprintln!(
+                "tiny sector parameters {} in {:.1?}",
+                if generated { "generated" } else { "loaded" },
+                t.elapsed()
+            );
             let partitions = porep_c2::PorepInstance::num_partitions(&instance);
             if preload {
                 preload_parameters(&config.backend, porep_c2::PorepInstance::parameter_id(&instance), &params);
@@ -241,7 +246,8 @@ fn main() {
     });
     runs.sort_by_key(|r| r.index);
     let wall_s = start.elapsed().as_secs_f64();
-    let gpu_parts: Vec<_> = runs.iter().flat_map(|r| r.report.partitions.iter()).filter_map(|p| p.steps.gpu.as_ref()).collect();
+    let gpu_parts: Vec<_> =
+        runs.iter().flat_map(|r| r.report.partitions.iter()).filter_map(|p| p.steps.gpu.as_ref()).collect();
     let devices = gpu_parts.iter().map(|g| g.device).collect::<std::collections::BTreeSet<_>>().len();
     let per_device = |ms: f64| 100.0 * ms / 1e3 / (wall_s * devices as f64);
     let busy = porep_c2::device_busy_ms(gpu_parts.iter().copied());
@@ -268,7 +274,8 @@ fn main() {
         report.runs.iter().map(|r| r.wall_s).sum::<f64>() / total as f64
     );
     if let (Some(b), Some(sum)) = (kernel_busy_percent, kernel_time_sum_percent) {
-        let each: Vec<String> = busy.iter().map(|(d, ms)| format!("cuda:{d} {:.0}%", 100.0 * ms / 1e3 / wall_s)).collect();
+        let each: Vec<String> =
+            busy.iter().map(|(d, ms)| format!("cuda:{d} {:.0}%", 100.0 * ms / 1e3 / wall_s)).collect();
         println!(
             "GPU busy (union of kernel spans, CUDA events) / wall: {b:.0}% per device over {devices} device(s) [{}]; sum of kernel times / wall: {sum:.0}%",
             each.join(", ")
@@ -283,4 +290,3 @@ fn main() {
         eprintln!("wrote {}", path.display());
     }
 }
-

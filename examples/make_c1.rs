@@ -14,8 +14,8 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use c2_testkit::demo;
 use filecoin_proofs_api::RegisteredSealProof;
-use porep_c2::demo;
 
 fn usage() -> ! {
     eprintln!(
@@ -75,10 +75,7 @@ fn main() {
     }
     let prover_hex: String = sector.prover_id.iter().map(|b| format!("{b:02x}")).collect();
     eprintln!("wrote {}", out.display());
-    println!(
-        "--prover-id {prover_hex} --sector-id {}",
-        u64::from(sector.sector_id)
-    );
+    println!("--prover-id {prover_hex} --sector-id {}", u64::from(sector.sector_id));
     if let Some(params_dir) = gen_params {
         let t = Instant::now();
         match demo::ensure_registered_parameters(&sector.c1, sector.prover_id, sector.sector_id, &params_dir, seed) {

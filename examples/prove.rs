@@ -16,17 +16,13 @@
 //! Parameters default to `$FIL_PROOFS_PARAMETER_CACHE` (filecoin-proofs'
 //! default folder when unset), under filecoin-proofs' file names.
 
-mod cli;
-
-use cli::{fail, parse_backend, parse_hex32};
+use c2_testkit::cli::{fail, parse_backend, parse_hex32};
+use c2_testkit::demo;
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use porep_c2::{
-    demo, prove_instance, prove_porep_c2_with_report, ParamsSource, ProofReport, ProverConfig,
-    Randomness,
-};
+use porep_c2::{prove_instance, prove_porep_c2_with_report, ParamsSource, ProofReport, ProverConfig, Randomness};
 
 fn usage() -> ! {
     eprintln!(
@@ -35,7 +31,6 @@ fn usage() -> ! {
     );
     std::process::exit(2)
 }
-
 
 fn seed_bytes(seed: u64) -> [u8; 32] {
     let mut s = [0u8; 32];
@@ -79,7 +74,6 @@ fn print_report(r: &ProofReport) {
     );
 }
 
-
 fn main() {
     // Warnings (such as "no GPU; proving on the CPU") are shown by default.
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
@@ -96,15 +90,11 @@ fn main() {
             "--sector-id" => sector_id = Some(val().parse().unwrap_or_else(|_| usage())),
             "--params-dir" => config.params = ParamsSource::CacheDir(val().into()),
             "--params" => config.params = ParamsSource::File(val().into()),
-            "--seed" => {
-                config.randomness = Randomness::Seed(seed_bytes(val().parse().unwrap_or_else(|_| usage())))
-            }
+            "--seed" => config.randomness = Randomness::Seed(seed_bytes(val().parse().unwrap_or_else(|_| usage()))),
             "--out" => out = Some(val().into()),
             "--no-verify" => config.verify = false,
             "--backend" => config.backend = parse_backend(&val()).unwrap_or_else(|| usage()),
-            "--synthesis-workers" => {
-                config.pipeline.synthesis_workers = val().parse().unwrap_or_else(|_| usage())
-            }
+            "--synthesis-workers" => config.pipeline.synthesis_workers = val().parse().unwrap_or_else(|_| usage()),
             s if !s.starts_with("--") && c1_path.is_none() => c1_path = Some(s.into()),
             _ => usage(),
         }
@@ -115,8 +105,7 @@ fn main() {
             let (Some(prover_id), Some(sector_id)) = (prover_id, sector_id) else { usage() };
             let c1 = porep_c2::read_c1_json(&path).unwrap_or_else(|e| fail(e));
             eprintln!("proving {} ({:?})", path.display(), c1.registered_proof);
-            prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config)
-                .unwrap_or_else(|e| fail(e))
+            prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config).unwrap_or_else(|e| fail(e))
         }
         None => {
             // The built-in default: a tiny real StackedDrg sector.
@@ -130,8 +119,7 @@ fn main() {
             eprintln!("sealed tiny sector and computed vanilla proofs in {:.2?}", t.elapsed());
             let params_dir = std::env::temp_dir().join("porep-c2-demo-params");
             let t = Instant::now();
-            let (params, generated) =
-                demo::ensure_parameters(&instance, &params_dir, 0).unwrap_or_else(|e| fail(e));
+            let (params, generated) = demo::ensure_parameters(&instance, &params_dir, 0).unwrap_or_else(|e| fail(e));
             eprintln!(
                 "parameters {} in {:.2?} ({})",
                 if generated { "generated" } else { "loaded" },
@@ -139,10 +127,8 @@ fn main() {
                 params_dir.display()
             );
             let partitions = porep_c2::PorepInstance::num_partitions(&instance);
-            let blinding = porep_c2::blinding_pairs(&config.randomness, partitions)
-                .unwrap_or_else(|e| fail(e));
-            let (bytes, report) =
-                prove_instance(&instance, &params, &blinding, &config).unwrap_or_else(|e| fail(e));
+            let blinding = porep_c2::blinding_pairs(&config.randomness, partitions).unwrap_or_else(|e| fail(e));
+            let (bytes, report) = prove_instance(&instance, &params, &blinding, &config).unwrap_or_else(|e| fail(e));
             (porep_c2::SealCommitPhase2Output { proof: bytes }, report)
         }
     };

@@ -11,12 +11,11 @@
 
 // Each example uses a subset of the shared CLI helpers.
 #[allow(dead_code)]
-mod cli;
-
-use cli::fail;
+use c2_testkit::cli::fail;
+use c2_testkit::demo;
 
 use filecoin_proofs_api::RegisteredSealProof;
-use porep_c2::{demo, instance_from_c1, Density};
+use porep_c2::{instance_from_c1, Density};
 
 /// (zero, one, other, other below 2^64) among the aux values `pick` selects.
 fn mix(aux: &[blstrs::Scalar], pick: impl Fn(usize) -> bool) -> [usize; 4] {
@@ -62,7 +61,8 @@ fn main() {
         };
         let work = tempfile::tempdir().unwrap_or_else(|e| fail(e));
         let sealed = demo::seal_registered(proof, work.path(), 1).unwrap_or_else(|e| fail(e));
-        let instance = instance_from_c1(&sealed.c1, sealed.prover_id, u64::from(sealed.sector_id)).unwrap_or_else(|e| fail(e));
+        let instance =
+            instance_from_c1(&sealed.c1, sealed.prover_id, u64::from(sealed.sector_id)).unwrap_or_else(|e| fail(e));
         let s = instance.synthesize_partition(0).unwrap_or_else(|e| fail(e));
         let aux = &s.aux_assignment;
         let density = |d: &Density| 100.0 * d.count_ones() as f64 / aux.len().max(1) as f64;

@@ -9,11 +9,12 @@ use std::sync::Arc;
 use bellperson::groth16::generate_random_parameters;
 use blstrs::Bls12;
 use c2_synth::{StackedInstance, SynthError};
+use c2_testkit::demo;
 use common::*;
 use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::{
-    demo, parse_c1_json, prove_instance, prove_porep_c2, Error, ParamsError, ParamsSource,
-    ProverConfig, Randomness, SealCommitPhase1Output,
+    parse_c1_json, prove_instance, prove_porep_c2, Error, ParamsError, ParamsSource, ProverConfig, Randomness,
+    SealCommitPhase1Output,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
@@ -151,15 +152,13 @@ fn missing_truncated_and_corrupt_parameter_files_are_typed_errors() {
     let s = sealed();
     let empty = tempfile::tempdir().unwrap();
     // Missing: the valid C1 gets as far as looking for its parameters.
-    let err = prove_porep_c2(&s.c1, s.prover_id, s.sector_id, &config_without_params(empty.path()))
-        .unwrap_err();
+    let err = prove_porep_c2(&s.c1, s.prover_id, s.sector_id, &config_without_params(empty.path())).unwrap_err();
     assert!(matches!(err, Error::Params(ParamsError::Missing { .. })), "{err}");
     assert!(err.to_string().contains("v28-stacked-proof-of-replication"), "names the file: {err}");
 
     // A real (small) parameter file, then damaged copies of it.
     let mut rng = ChaCha20Rng::seed_from_u64(5);
-    let params =
-        generate_random_parameters::<Bls12, _, _>(Synthetic { x: None, rounds: 50 }, &mut rng).unwrap();
+    let params = generate_random_parameters::<Bls12, _, _>(Synthetic { x: None, rounds: 50 }, &mut rng).unwrap();
     let good = empty.path().join("good.params");
     porep_c2::write_parameters(&params, &good, None).unwrap();
     let bytes = std::fs::read(&good).unwrap();
@@ -194,12 +193,8 @@ fn parameters_of_another_circuit_are_a_mismatch() {
     // a typed mismatch, found before any MSM runs.
     let s = sealed();
     let mut rng = ChaCha20Rng::seed_from_u64(6);
-    let params =
-        generate_random_parameters::<Bls12, _, _>(Synthetic { x: None, rounds: 50 }, &mut rng).unwrap();
-    let cfg = ProverConfig {
-        params: ParamsSource::Loaded(Arc::new(params)),
-        ..ProverConfig::default()
-    };
+    let params = generate_random_parameters::<Bls12, _, _>(Synthetic { x: None, rounds: 50 }, &mut rng).unwrap();
+    let cfg = ProverConfig { params: ParamsSource::Loaded(Arc::new(params)), ..ProverConfig::default() };
     let err = prove_porep_c2(&s.c1, s.prover_id, s.sector_id, &cfg).unwrap_err();
     assert!(matches!(err, Error::ParamsMismatch { .. }), "{err}");
 }
@@ -214,8 +209,7 @@ fn a_proof_that_does_not_verify_is_never_returned() {
     let mut public_inputs = parts.public_inputs.clone();
     let tau = public_inputs.tau.as_mut().unwrap();
     tau.comm_r = blstrs::Scalar::from(12345u64).into();
-    let instance =
-        StackedInstance::new(parts.vanilla_params, public_inputs, parts.vanilla_proofs).unwrap();
+    let instance = StackedInstance::new(parts.vanilla_params, public_inputs, parts.vanilla_proofs).unwrap();
     let pairs = porep_c2::blinding_pairs(&Randomness::Seed([9; 32]), 2).unwrap();
 
     let cfg = ProverConfig { check_vanilla_proofs: false, ..ProverConfig::default() };

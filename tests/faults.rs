@@ -14,21 +14,28 @@ use c2_ntt::{CpuNtt, Ntt, NttError};
 use common::SyntheticInstance;
 use ff::Field;
 use porep_c2::{
-    prove_instance, prove_synthesized, Backend, Error, PartitionProver, PorepInstance, ProveTimings, ProverConfig,
-    Synthesized,
+    prove_instance, prove_synthesized, Backend, Error, GpuError, HostStages, OutOfBudget, PartitionJob,
+    PartitionProver, PorepInstance, ProveTimings, ProverConfig, Workers,
 };
 use rand::SeedableRng;
 
-/// CpuMsm that fails its `fail_at`-th call (0-based) like a GPU would.
+/// CpuMsm that fails its `fail_at`-th call (0-based) like a GPU would,
+/// with `fault` (by default a backend fault).
 struct FlakyMsm {
     calls: AtomicUsize,
     fail_at: usize,
+    fault: Option<MsmError>,
 }
 
 impl FlakyMsm {
+    fn new(fail_at: usize) -> Self {
+        Self { calls: AtomicUsize::new(0), fail_at, fault: None }
+    }
+
     fn injected(&self) -> Result<(), MsmError> {
         if self.calls.fetch_add(1, Ordering::SeqCst) == self.fail_at {
-            return Err(MsmError::Backend { backend: "flaky", message: "injected device fault".into() });
+            let fault = MsmError::Backend { backend: "flaky", message: "injected device fault".into() };
+            return Err(self.fault.clone().unwrap_or(fault));
         }
         Ok(())
     }
@@ -75,21 +82,18 @@ impl PartitionProver for CpuWorker {
     fn name(&self) -> String {
         "cpu-worker".into()
     }
-    fn prove(
-        &self,
-        s: Synthesized,
-        _host: Option<porep_c2::HostPermit>,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        params_key: &str,
-        r: Scalar,
-        s_blind: Scalar,
-    ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
-        assert!(params_key.starts_with("synthetic"), "params key {params_key}");
+    fn prove(&self, job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        assert!(job.params_key.starts_with("synthetic"), "params key {}", job.params_key);
         if Some(self.calls.fetch_add(1, Ordering::SeqCst)) == self.fail_at {
-            return Err(Error::Device("injected worker fault".into()));
+            return Err(Error::Worker { worker: self.name(), message: "injected worker fault".into() });
         }
-        prove_synthesized(s, params, r, s_blind, &Backend::cpu())
+        cpu(job)
     }
+}
+
+/// Proves a job on the CPU stages, as a worker that succeeds does.
+fn cpu(job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+    prove_synthesized(job.synthesized, job.params, job.r, job.s, &HostStages::cpu())
 }
 
 fn setup() -> (SyntheticInstance, bellperson::groth16::Parameters<blstrs::Bls12>, Vec<(Scalar, Scalar)>) {
@@ -110,7 +114,7 @@ fn a_failed_msm_is_retried_and_the_proof_is_unchanged() {
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
     // Each partition runs 8 MSMs (H, L, A×2, B_G1×2, B_G2×2): call 11 is
     // partition 1's A aux part, in the middle of a proof.
-    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 11 }));
+    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm::new(11)));
     let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(flaky)).unwrap();
     assert_eq!(bytes, clean, "retried proof differs from the clean one");
     let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
@@ -124,7 +128,7 @@ fn progress_hears_of_every_partition_once_also_after_a_retry() {
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let log = seen.clone();
     let progress = porep_c2::Progress::new(move |k| log.lock().unwrap().push(k));
-    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 11 }));
+    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm::new(11)));
     let cfg = ProverConfig { progress: Some(progress), ..config(flaky) };
     prove_instance(&instance, &params, &pairs, &cfg).unwrap();
     let mut done = seen.lock().unwrap().clone();
@@ -145,12 +149,51 @@ fn a_failed_ntt_is_retried_and_the_proof_is_unchanged() {
 #[test]
 fn without_a_retry_backend_the_fault_is_a_typed_error() {
     let (instance, params, pairs) = setup();
-    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm { calls: AtomicUsize::new(0), fail_at: 3 }));
+    let flaky = Backend::staged(Arc::new(CpuNtt), Arc::new(FlakyMsm::new(3)));
     let cfg = ProverConfig { retry_backend: None, ..config(flaky) };
     match prove_instance(&instance, &params, &pairs, &cfg) {
         Err(e @ Error::Msm(MsmError::Backend { .. })) => assert!(e.is_backend_failure()),
         other => panic!("expected the injected MSM error, got {other:?}"),
     }
+}
+
+/// What a GPU stage returns when its device pool cannot serve a request.
+fn out_of_budget() -> MsmError {
+    MsmError::Gpu(GpuError::OutOfBudget(OutOfBudget {
+        requested: 4 << 30,
+        largest_free: 3 << 30,
+        free: 6 << 30,
+        budget: 24 << 30,
+    }))
+}
+
+#[test]
+fn a_device_out_of_memory_is_a_matchable_error_and_is_retried() {
+    let (instance, params, pairs) = setup();
+    let oom = || {
+        let msm = FlakyMsm { fault: Some(out_of_budget()), ..FlakyMsm::new(3) };
+        Backend::staged(Arc::new(CpuNtt), Arc::new(msm))
+    };
+    // Without a retry backend the caller gets the device's own typed error,
+    // one variant whatever the stage: no string inspection.
+    let cfg = ProverConfig { retry_backend: None, ..config(oom()) };
+    match prove_instance(&instance, &params, &pairs, &cfg) {
+        Err(e @ Error::Gpu { stage: "MSM", source: GpuError::OutOfBudget(OutOfBudget { requested, .. }) }) => {
+            assert_eq!(requested, 4 << 30);
+            assert!(e.is_device_out_of_memory() && e.is_backend_failure(), "{e:?}");
+            let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<GpuError>());
+            assert!(source.is_some_and(GpuError::is_out_of_memory), "{source:?}");
+        }
+        other => panic!("expected the device's out-of-memory error, got {other:?}"),
+    }
+    // With the default retry backend the partition is proved on the CPU and
+    // the report names the cause.
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(oom())).unwrap();
+    assert_eq!(bytes, clean);
+    let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
+    assert_eq!(retried.len(), 1, "{:?}", report.partitions);
+    assert!(retried[0].contains("device memory budget exhausted"), "{}", retried[0]);
 }
 
 #[test]
@@ -190,7 +233,12 @@ fn a_cancelled_proof_is_a_typed_error_and_memory_admission_is_enforced() {
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
     let budget = c2_sched::HostBudget::new(10 << 20);
     let cfg = ProverConfig {
-        pipeline: PipelineConfig { host_budget: Some(budget.clone()), item_bytes: 4 << 20, synthesis_workers: 3, ..Default::default() },
+        pipeline: PipelineConfig {
+            host_budget: Some(budget.clone()),
+            item_bytes: 4 << 20,
+            synthesis_workers: 3,
+            ..Default::default()
+        },
         ..config(Backend::cpu())
     };
     assert_eq!(prove_instance(&instance, &params, &pairs, &cfg).unwrap().0, clean);
@@ -207,8 +255,11 @@ fn partitions_spread_over_workers_and_a_failed_worker_is_retried() {
     let workers: Vec<Arc<dyn PartitionProver>> = (0..2)
         .map(|_| Arc::new(CpuWorker { calls: calls.clone(), fail_at: Some(1) }) as Arc<dyn PartitionProver>)
         .collect();
-    let backend = Backend { workers, ..Backend::cpu() };
-    let cfg = ProverConfig { pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() }, ..config(backend) };
+    let backend = Backend::workers(workers);
+    let cfg = ProverConfig {
+        pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() },
+        ..config(backend)
+    };
     let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
     assert_eq!(bytes, clean, "proof through two workers (one failing) differs from the CPU one");
     // Every partition went to a worker once; the failed one was synthesized
@@ -218,13 +269,11 @@ fn partitions_spread_over_workers_and_a_failed_worker_is_retried() {
     assert_eq!(retried.len(), 1, "{:?}", report.partitions);
     assert!(retried[0].contains("injected worker fault"), "{}", retried[0]);
     // Without a retry backend the worker's fault is the typed error.
-    let failing = Backend {
-        workers: vec![Arc::new(CpuWorker { calls: Arc::new(AtomicUsize::new(0)), fail_at: Some(1) })],
-        ..Backend::cpu()
-    };
+    let failing =
+        Backend::workers(vec![Arc::new(CpuWorker { calls: Arc::new(AtomicUsize::new(0)), fail_at: Some(1) })]);
     let cfg = ProverConfig { retry_backend: None, ..config(failing) };
     match prove_instance(&instance, &params, &pairs, &cfg) {
-        Err(e @ Error::Device(_)) => assert!(e.is_backend_failure()),
+        Err(e @ Error::Worker { .. }) => assert!(e.is_backend_failure()),
         other => panic!("expected the injected device error, got {other:?}"),
     }
 }
@@ -239,18 +288,10 @@ impl PartitionProver for RecordingWorker {
     fn name(&self) -> String {
         "recording-worker".into()
     }
-    fn prove(
-        &self,
-        s: Synthesized,
-        _host: Option<porep_c2::HostPermit>,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        _params_key: &str,
-        r: Scalar,
-        s_blind: Scalar,
-    ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
-        self.log.lock().unwrap().push(r);
+    fn prove(&self, job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        self.log.lock().unwrap().push(job.r);
         std::thread::sleep(self.hold);
-        prove_synthesized(s, params, r, s_blind, &Backend::cpu())
+        cpu(job)
     }
 }
 
@@ -266,7 +307,7 @@ fn a_higher_priority_proof_takes_a_shared_worker_first() {
     let worker = Arc::new(RecordingWorker { log: log.clone(), hold: std::time::Duration::from_millis(120) });
     // A long grace so a busy CI machine cannot make B's consumer late.
     let gates = porep_c2::WorkerGates::with_grace(std::time::Duration::from_millis(300));
-    let backend = Backend { workers: vec![worker as Arc<dyn PartitionProver>], gates, ..Backend::cpu() };
+    let backend = Backend::Workers(Workers { provers: vec![worker as Arc<dyn PartitionProver>], gates });
     let pairs = |base: u64| (0..3).map(|k| (Scalar::from(base + k), Scalar::from(7u64))).collect::<Vec<_>>();
     let with_priority = |priority| ProverConfig {
         verify: false,
@@ -303,19 +344,15 @@ impl PartitionProver for KeyedWorker {
     fn name(&self) -> String {
         "keyed-worker".into()
     }
-    fn prove(
-        &self,
-        s: Synthesized,
-        _host: Option<porep_c2::HostPermit>,
-        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
-        params_key: &str,
-        r: Scalar,
-        s_blind: Scalar,
-    ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
-        self.proved.lock().unwrap().push(params_key.to_string());
-        prove_synthesized(s, params, r, s_blind, &Backend::cpu())
+    fn prove(&self, job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        self.proved.lock().unwrap().push(job.params_key.to_string());
+        cpu(job)
     }
-    fn preload(&self, _params: &bellperson::groth16::Parameters<blstrs::Bls12>, params_key: &str) -> Result<bool, Error> {
+    fn preload(
+        &self,
+        _params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        params_key: &str,
+    ) -> Result<bool, Error> {
         self.preloaded.lock().unwrap().push(params_key.to_string());
         Ok(true)
     }
@@ -325,13 +362,9 @@ impl PartitionProver for KeyedWorker {
 fn preload_warms_every_worker_under_the_key_proofs_use() {
     let (instance, params, pairs) = setup();
     assert_eq!(Backend::cpu().preload(instance.parameter_id(), &params).unwrap(), 0, "nothing to preload on the CPU");
-    let workers: Vec<Arc<KeyedWorker>> = (0..2)
-        .map(|_| Arc::new(KeyedWorker { preloaded: Default::default(), proved: Default::default() }))
-        .collect();
-    let backend = Backend {
-        workers: workers.iter().map(|w| w.clone() as Arc<dyn PartitionProver>).collect(),
-        ..Backend::cpu()
-    };
+    let workers: Vec<Arc<KeyedWorker>> =
+        (0..2).map(|_| Arc::new(KeyedWorker { preloaded: Default::default(), proved: Default::default() })).collect();
+    let backend = Backend::workers(workers.iter().map(|w| w.clone() as Arc<dyn PartitionProver>).collect());
     assert_eq!(backend.preload(instance.parameter_id(), &params).unwrap(), 2);
     let (bytes, _) = prove_instance(&instance, &params, &pairs, &config(backend)).unwrap();
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();

@@ -3,14 +3,13 @@
 
 mod common;
 
-use bellperson::groth16::{
-    create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Proof,
-};
+use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
 use blstrs::{Bls12, Scalar};
 use c2_synth::{synthesize, PorepInstance};
+use c2_testkit::demo;
 use common::*;
 use ff::Field;
-use porep_c2::{demo, prove_instance, prove_synthesized, Backend, ProverConfig};
+use porep_c2::{prove_instance, prove_synthesized, HostStages, ProverConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha20Rng;
 
@@ -30,11 +29,9 @@ fn random_pairs(rng: &mut ChaCha20Rng, n: usize) -> Vec<(Scalar, Scalar)> {
 fn synthetic_circuit_proofs_are_bellpersons() {
     let mut rng = ChaCha20Rng::seed_from_u64(100);
     let rounds = 300;
-    let params =
-        generate_random_parameters::<Bls12, _, _>(Synthetic { x: None, rounds }, &mut rng).unwrap();
+    let params = generate_random_parameters::<Bls12, _, _>(Synthetic { x: None, rounds }, &mut rng).unwrap();
     let pvk = prepare_verifying_key(&params.vk);
-    let circuits: Vec<Synthetic> =
-        (0..3).map(|_| Synthetic { x: Some(Scalar::random(&mut rng)), rounds }).collect();
+    let circuits: Vec<Synthetic> = (0..3).map(|_| Synthetic { x: Some(Scalar::random(&mut rng)), rounds }).collect();
     let mut pairs = random_pairs(&mut rng, 3);
     // Edge blinding values: zero and r-1.
     pairs[1] = (Scalar::ZERO, -Scalar::ONE);
@@ -47,7 +44,7 @@ fn synthetic_circuit_proofs_are_bellpersons() {
         let synth = synthesize(c.clone()).unwrap();
         // Satisfied constraints: a·b = c at every row.
         assert!(synth.a.iter().zip(&synth.b).zip(&synth.c).all(|((a, b), c)| *a * b == *c));
-        let (proof, _) = prove_synthesized(synth, &params, *r, *s, &Backend::default()).unwrap();
+        let (proof, _) = prove_synthesized(synth, &params, *r, *s, &HostStages::cpu()).unwrap();
         assert!(verify_proof(&pvk, &proof, &[c.output()]).unwrap(), "our proof verifies");
         ours.push(proof);
     }
@@ -62,7 +59,7 @@ fn synthetic_circuit_proofs_are_bellpersons() {
 /// equal ours too; the device runner checks that).
 #[test]
 fn shaped_circuit_proofs_are_bellpersons() {
-    use porep_c2::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
+    use c2_testkit::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
     let shape = SyntheticShape::porep_32gib().scaled(16384);
     let instance = SyntheticPorep::shaped_circuits(shape.clone(), 2);
     let params = random_parameters(&shape, 7);
@@ -114,7 +111,6 @@ fn tiny_stacked_drg_synthesis_is_satisfied_and_deterministic() {
     let b = instance.synthesize_partition(0).unwrap();
     assert!(a == b, "synthesis is deterministic");
     let parallel =
-        c2_synth::synthesize_partitions(&instance, &[1, 0], &c2_synth::SynthConfig { max_parallel: 2 })
-            .unwrap();
+        c2_synth::synthesize_partitions(&instance, &[1, 0], &c2_synth::SynthConfig { max_parallel: 2 }).unwrap();
     assert!(parallel[1] == a, "parallel synthesis returns partitions in request order");
 }

@@ -16,9 +16,10 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use c2_testkit::demo;
 use filecoin_proofs_api::seal::seal_commit_phase2;
 use filecoin_proofs_api::RegisteredSealProof;
-use porep_c2::{demo, prove_porep_c2_with_report, ParamsSource, ProverConfig, Randomness};
+use porep_c2::{prove_porep_c2_with_report, ParamsSource, ProverConfig, Randomness};
 
 #[test]
 #[ignore = "generates 2 KiB parameters on first run (~14 min on 2 cores); see the file's docs"]
@@ -40,14 +41,8 @@ fn registered_2kib_c1_to_verify_seal() {
     eprintln!("PC1+PC2+C1: {:.2?}", t.elapsed());
 
     let t = Instant::now();
-    let (_, generated) =
-        demo::ensure_registered_parameters(&s.c1, s.prover_id, s.sector_id, &dir, 1).unwrap();
-    eprintln!(
-        "parameters {} in {:.1?} ({})",
-        if generated { "generated" } else { "read" },
-        t.elapsed(),
-        dir.display()
-    );
+    let (_, generated) = demo::ensure_registered_parameters(&s.c1, s.prover_id, s.sector_id, &dir, 1).unwrap();
+    eprintln!("parameters {} in {:.1?} ({})", if generated { "generated" } else { "read" }, t.elapsed(), dir.display());
 
     let config = ProverConfig {
         params: ParamsSource::CacheDir(dir.clone()),

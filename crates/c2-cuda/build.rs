@@ -110,14 +110,7 @@ C2_FIELD_OPS(fp2_ops, fp2_t, {fp2}, fp2_inv)
     let archs: Vec<&str> = archs.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
     let fatbin = out.join("c2_kernels.fatbin");
     let mut cmd = Command::new(&nvcc);
-    cmd.arg("--fatbin")
-        .arg("-O3")
-        .arg("-std=c++17")
-        .arg("--threads=0")
-        .arg("-I")
-        .arg(&kernels)
-        .arg("-I")
-        .arg(&out);
+    cmd.arg("--fatbin").arg("-O3").arg("-std=c++17").arg("--threads=0").arg("-I").arg(&kernels).arg("-I").arg(&out);
     for (i, a) in archs.iter().enumerate() {
         let code = if i + 1 == archs.len() { format!("[sm_{a},compute_{a}]") } else { format!("sm_{a}") };
         cmd.arg(format!("-gencode=arch=compute_{a},code={code}"));

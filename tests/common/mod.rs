@@ -7,8 +7,8 @@ use std::sync::Arc;
 use bellperson::groth16::Parameters;
 use bellperson::{Circuit, ConstraintSystem, SynthesisError};
 use blstrs::{Bls12, Scalar};
+use c2_testkit::demo::{self, TinyConfig};
 use ff::Field;
-use porep_c2::demo::{self, TinyConfig};
 
 /// Where tests cache generated parameters (under target/, so a fresh clone
 /// or CI generates them once per build folder).
@@ -25,13 +25,8 @@ pub fn tiny_config() -> TinyConfig {
 pub fn tiny_params() -> Arc<Parameters<Bls12>> {
     let instance = demo::tiny_instance(&tiny_config()).expect("tiny sector");
     let t = std::time::Instant::now();
-    let (params, generated) =
-        demo::ensure_parameters(&instance, &test_params_dir(), 7).expect("tiny parameters");
-    eprintln!(
-        "tiny parameters {} in {:.1?}",
-        if generated { "generated" } else { "read" },
-        t.elapsed()
-    );
+    let (params, generated) = demo::ensure_parameters(&instance, &test_params_dir(), 7).expect("tiny parameters");
+    eprintln!("tiny parameters {} in {:.1?}", if generated { "generated" } else { "read" }, t.elapsed());
     params
 }
 
@@ -116,16 +111,12 @@ impl porep_c2::PorepInstance for SyntheticInstance {
         if k >= self.partitions {
             return Err(c2_synth::SynthError::NoSuchPartition { k, count: self.partitions });
         }
-        c2_synth::synthesize(self.circuit(k))
-            .map_err(|source| c2_synth::SynthError::Synthesis { partition: k, source })
+        c2_synth::synthesize(self.circuit(k)).map_err(|source| c2_synth::SynthError::Synthesis { partition: k, source })
     }
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, c2_synth::SynthError> {
         Ok(vec![self.circuit(k).output()])
     }
-    fn generate_parameters(
-        &self,
-        mut rng: &mut dyn rand::RngCore,
-    ) -> Result<Parameters<Bls12>, c2_synth::SynthError> {
+    fn generate_parameters(&self, mut rng: &mut dyn rand::RngCore) -> Result<Parameters<Bls12>, c2_synth::SynthError> {
         bellperson::groth16::generate_random_parameters::<Bls12, _, _>(
             Synthetic { x: None, rounds: self.rounds },
             &mut rng,

@@ -3,19 +3,44 @@
 //! host ranges and the kernel module compiled from `cuda-kernels/` and
 //! embedded in the binary (loaded lazily, once per device).
 //!
+//! One module per job: `device` (discovery, `Gpu`, the module), `kernel`
+//! (launches), `stream` (`Stream`, `Event`), `memory` (`DeviceBuffer`,
+//! `DeviceMemory`, `DeviceArena`), `pinned` (`PinnedBuffer`,
+//! `PinnedRange`), `plain` ([`DeviceCopy`], what buffers may hold); all but
+//! `plain` need the `cuda` feature.
+//!
 //! Built without the `cuda` feature, the crate still compiles and
 //! [`devices`] reports [`GpuError::NotCompiled`], so callers handle "no GPU"
 //! the same way on every build. With the feature but without a driver or a
 //! device, [`devices`] reports [`GpuError::NoDevice`] or the driver's error.
 //!
 //! There is no global "current device": every operation binds its
-//! [`Gpu`]'s context on the calling thread first.
+//! `Gpu`'s context on the calling thread first.
 #![deny(missing_docs)]
 
 #[cfg(feature = "cuda")]
-mod driver;
+mod device;
 #[cfg(feature = "cuda")]
-pub use driver::*;
+mod kernel;
+#[cfg(feature = "cuda")]
+mod memory;
+#[cfg(feature = "cuda")]
+mod pinned;
+mod plain;
+#[cfg(feature = "cuda")]
+mod stream;
+
+#[cfg(feature = "cuda")]
+pub use device::{Gpu, KERNELS_FATBIN};
+#[cfg(feature = "cuda")]
+pub use kernel::Kernel;
+#[cfg(feature = "cuda")]
+pub use memory::{DeviceArena, DeviceBuffer, DeviceMemory};
+#[cfg(feature = "cuda")]
+pub use pinned::{PinnedBuffer, PinnedRange};
+pub use plain::DeviceCopy;
+#[cfg(feature = "cuda")]
+pub use stream::{Event, Stream};
 
 /// Errors of the device runtime, with the operation that failed.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -45,6 +70,22 @@ pub enum GpuError {
     /// A device memory reservation (an arena) cannot serve a request now.
     #[error(transparent)]
     OutOfBudget(#[from] OutOfBudget),
+}
+
+impl GpuError {
+    /// True when the device ran out of memory: a pool's typed
+    /// [`GpuError::OutOfBudget`], or the driver's `CUDA_ERROR_OUT_OF_MEMORY`
+    /// (code 2). A scheduler backs off (fewer partitions in flight, a smaller
+    /// cap) instead of retrying at once.
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, Self::OutOfBudget(_) | Self::Driver { code: 2, .. })
+    }
+
+    /// True when there is no GPU to use at all (a build without `cuda`, no
+    /// driver, no device), as opposed to a device that failed.
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(self, Self::NotCompiled | Self::NoDevice(_))
+    }
 }
 
 /// What a device memory reservation lacked for a request: the error of a
@@ -79,7 +120,7 @@ pub struct DeviceInfo {
 pub fn devices() -> Result<Vec<DeviceInfo>, GpuError> {
     #[cfg(feature = "cuda")]
     {
-        driver::list_devices()
+        device::list_devices()
     }
     #[cfg(not(feature = "cuda"))]
     {

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use c2_cuda::Gpu;
+use c2_testkit::demo;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::{blinding_pairs, demo, prove_instance, Backend, PorepInstance, ProverConfig, Randomness};
+use porep_c2::{blinding_pairs, prove_instance, Backend, PorepInstance, ProverConfig, Randomness};
 
 use crate::Report;
 
@@ -27,8 +28,7 @@ pub fn check(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
         if generated { "generated" } else { "read" },
         t.elapsed()
     );
-    let blinding =
-        blinding_pairs(&Randomness::Seed([11; 32]), instance.num_partitions()).map_err(|e| e.to_string())?;
+    let blinding = blinding_pairs(&Randomness::Seed([11; 32]), instance.num_partitions()).map_err(|e| e.to_string())?;
     let staged = || -> Result<Backend, String> {
         Ok(Backend::staged(
             Arc::new(c2_ntt::GpuNtt::new(gpu.clone()).map_err(|e| e.to_string())?),
@@ -46,7 +46,9 @@ pub fn check(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     let msm_time = |rep: &porep_c2::ProofReport| -> f64 {
         rep.partitions
             .iter()
-            .map(|p| (p.steps.msm_h + p.steps.msm_l + p.steps.msm_a + p.steps.msm_b_g1 + p.steps.msm_b_g2).as_secs_f64())
+            .map(|p| {
+                (p.steps.msm_h + p.steps.msm_l + p.steps.msm_a + p.steps.msm_b_g1 + p.steps.msm_b_g2).as_secs_f64()
+            })
             .sum()
     };
     let ways: [(&str, MakeBackend<'_>); 3] = [

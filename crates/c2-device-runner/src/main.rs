@@ -47,11 +47,9 @@ impl Report {
 
 /// Fresh random scalars every run (seeded from the clock), in parallel.
 fn random_vec(n: usize, salt: u64) -> Vec<Scalar> {
-    let base = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1)
-        ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let base =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+            ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15);
     const CHUNK: usize = 1 << 14;
     let mut v = vec![Scalar::ZERO; n];
     v.par_chunks_mut(CHUNK).enumerate().for_each(|(i, c)| {
@@ -305,7 +303,15 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
         }
         r.bench.push(format!(
             "{:>5} | {:>9.2} ms {:>9.0} | {:>9.1} ms {:>9.1} ms | {:>9.1} ms {:>9.1} ms | {:>11.1} ms {:>13.1}x",
-            log_n, ntt_ms, gbs, ntt_xfer, ec_ms, h_ms, h_xfer, ec_h_ms, ec_h_ms / h_xfer
+            log_n,
+            ntt_ms,
+            gbs,
+            ntt_xfer,
+            ec_ms,
+            h_ms,
+            h_xfer,
+            ec_h_ms,
+            ec_h_ms / h_xfer
         ));
         println!("{}", r.bench.last().unwrap());
     }
@@ -407,7 +413,8 @@ fn main() {
     let peer_partitions = list("--peer-partitions", &[1]).first().copied().unwrap_or(1) as usize;
     let peer_reps = list("--peer-reps", &[2]).first().copied().unwrap_or(2) as usize;
     let peer_seed = list("--peer-seed", &[7]).first().copied().unwrap_or(7) as u64;
-    let peer_dir = args.iter().position(|a| a == "--peer-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
+    let peer_dir =
+        args.iter().position(|a| a == "--peer-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
     // --only registered: the registered 2 KiB proof type through verify_seal.
     let run_registered = only.as_deref() == Some("registered");
 
@@ -473,7 +480,9 @@ fn main() {
         }
     }
     if run_peers {
-        if let Err(e) = peers::compare(&mut report, peer_scale, peer_partitions, peer_reps, peer_seed, peer_dir.as_deref()) {
+        if let Err(e) =
+            peers::compare(&mut report, peer_scale, peer_partitions, peer_reps, peer_seed, peer_dir.as_deref())
+        {
             report.check(format!("peer comparison aborted: {e}"), false);
         }
     }

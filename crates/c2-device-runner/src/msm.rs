@@ -72,7 +72,7 @@ where
     P: Group + Curve + Send + Sync,
     P::AffineRepr: PrimeCurveAffine + Send + Sync,
 {
-    let mut out = porep_c2::synthetic::random_points::<P>(n, seed);
+    let mut out = c2_testkit::synthetic::random_points::<P>(n, seed);
     if infinity {
         for i in (0..n).step_by(997) {
             out[i] = P::AffineRepr::identity();
@@ -80,7 +80,6 @@ where
     }
     out
 }
-
 
 fn random_mask(n: usize, density_pct: u64, seed: u64) -> Density {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -91,7 +90,12 @@ trait Oracle: GpuCurve {
     fn cpu(bases: &[Self::Affine], s: &[Scalar], mask: Option<&Density>) -> Self::Projective;
     /// sppark's MSM where the baseline has one (G1, feature `sppark`).
     fn sppark(bases: &[Self::Affine], s: &[Scalar]) -> Option<SpparkRun<Self::Projective>>;
-    fn gpu(m: &GpuMsm, bases: &[Self::Affine], s: &[Scalar], mask: Option<&Density>) -> Result<Self::Projective, String>;
+    fn gpu(
+        m: &GpuMsm,
+        bases: &[Self::Affine],
+        s: &[Scalar],
+        mask: Option<&Density>,
+    ) -> Result<Self::Projective, String>;
 }
 
 impl Oracle for G1 {
@@ -173,9 +177,25 @@ where
         for pct in [25u64, 99] {
             let mask = random_mask(n, pct, seed ^ n as u64 ^ pct);
             let s = scalars(n, Mix::Porep, seed ^ pct);
-            diff_case::<C>(&m, r, tag, &format!("n={n} mask {pct}% ({} set) porep", mask.count_ones()), &all[..mask.count_ones()], &s, Some(&mask))?;
+            diff_case::<C>(
+                &m,
+                r,
+                tag,
+                &format!("n={n} mask {pct}% ({} set) porep", mask.count_ones()),
+                &all[..mask.count_ones()],
+                &s,
+                Some(&mask),
+            )?;
             let s = scalars(n, Mix::Random, seed ^ pct ^ 7);
-            diff_case::<C>(&m, r, tag, &format!("n={n} mask {pct}% random"), &all[..mask.count_ones()], &s, Some(&mask))?;
+            diff_case::<C>(
+                &m,
+                r,
+                tag,
+                &format!("n={n} mask {pct}% random"),
+                &all[..mask.count_ones()],
+                &s,
+                Some(&mask),
+            )?;
         }
     }
     // All-zero and all-one masks.
@@ -205,10 +225,22 @@ where
     let (xyzz, threads) = (std::mem::size_of::<C::Xyzz>(), 1 << 12);
     let sum = base.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, n));
     let window = ScratchShape::for_bucket_sum(sum, xyzz, threads).window_bytes(n, 12);
-    let cfg = GpuMsmConfig { window_bits: Some(12), memory_budget: Some(window * 3 / 2), target_threads: threads, ..base.clone() };
+    let cfg = GpuMsmConfig {
+        window_bits: Some(12),
+        memory_budget: Some(window * 3 / 2),
+        target_threads: threads,
+        ..base.clone()
+    };
     let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = C::gpu(&mc, &all[..n], &s, None)?;
-    r.check(format!("msm {}{tag} n={n} multi-pass ({:.1} MB budget: one window per pass)", C::PREFIX, window as f64 * 1.5e-6), got == want);
+    r.check(
+        format!(
+            "msm {}{tag} n={n} multi-pass ({:.1} MB budget: one window per pass)",
+            C::PREFIX,
+            window as f64 * 1.5e-6
+        ),
+        got == want,
+    );
     // Few threads: long segments, many crossing buckets.
     let cfg = GpuMsmConfig { target_threads: 64, ..base.clone() };
     let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
@@ -246,13 +278,17 @@ fn canonical(x: &Scalar) -> [u64; 4] {
 
 /// All MSM differential checks.
 pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> {
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(5);
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(5);
     println!("msm checks: seed {seed}");
     let t = Instant::now();
     // Every check once per bucket accumulation: XYZZ, and batched affine
     // (a small batch, so chains are many and short and cross buckets often).
     let xyzz = GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), ..Default::default() };
-    let affine = GpuMsmConfig { bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }), ..Default::default() };
+    let affine = GpuMsmConfig {
+        bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }),
+        ..Default::default()
+    };
     for (tag, base) in [("", &xyzz), (" affine", &affine)] {
         curve_suite::<G1>(&gpu, r, quick, seed, base, tag)?;
         println!("msm G1{tag} checks: {:.1?}", t.elapsed());
@@ -373,9 +409,16 @@ where
                 "called (not inlined) bucket add".to_string(),
                 GpuMsmConfig { inline_bucket_add: false, ..Default::default() },
             )))
-            .chain(std::iter::once(("xyzz bucket sums".to_string(), GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() })))
+            .chain(std::iter::once((
+                "xyzz bucket sums".to_string(),
+                GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() },
+            )))
             .chain(AFFINE_BATCHES.iter().map(|&batch| {
-                let cfg = GpuMsmConfig { bucket_sum: Some(BucketSum::BatchedAffine { batch, threads: 1 << 15 }), stage_timing: true, ..Default::default() };
+                let cfg = GpuMsmConfig {
+                    bucket_sum: Some(BucketSum::BatchedAffine { batch, threads: 1 << 15 }),
+                    stage_timing: true,
+                    ..Default::default()
+                };
                 (format!("batched affine, batch {batch}, 2^15 threads"), cfg)
             }))
             .collect();
@@ -394,11 +437,16 @@ where
         if mix == Mix::Random && log_n >= 24 {
             for (label, cfg) in [
                 ("host bases, whole upload", GpuMsmConfig::default()),
-                ("host bases, 4 streamed chunks", GpuMsmConfig { force_streaming: true, stream_chunk: n / 4, ..Default::default() }),
+                (
+                    "host bases, 4 streamed chunks",
+                    GpuMsmConfig { force_streaming: true, stream_chunk: n / 4, ..Default::default() },
+                ),
             ] {
                 let mh = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
                 let check = format!("msm {} 2^{log_n} {label} equals the resident run", C::PREFIX);
-                let ms = time_twice(r, check, &ours, || mh.msm_host_bases::<C>(&bases, DeviceScalars::montgomery(&d_s), None))?;
+                let ms = time_twice(r, check, &ours, || {
+                    mh.msm_host_bases::<C>(&bases, DeviceScalars::montgomery(&d_s), None)
+                })?;
                 r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {label} (pageable) {ms:.1} ms", C::PREFIX));
                 println!("{}", r.bench.last().expect("pushed"));
             }
@@ -427,7 +475,16 @@ where
         let speed = ec_ms.parse::<f64>().map(|x| format!("{:.1}x", x / (resident + up_ms))).unwrap_or("-".into());
         r.bench.push(format!(
             "{:>4} {:>6} {:>8} | {:>12.1} {:>12.1} {:>14.1} | {:>14} {:>8} | {:>16} {:>16}",
-            C::PREFIX, log_n, format!("{mix:?}"), resident, up_ms, resident + up_ms, ec_ms, speed, sppark.0, sppark.1
+            C::PREFIX,
+            log_n,
+            format!("{mix:?}"),
+            resident,
+            up_ms,
+            resident + up_ms,
+            ec_ms,
+            speed,
+            sppark.0,
+            sppark.1
         ));
         println!("{}", r.bench.last().expect("pushed"));
     }
@@ -447,8 +504,16 @@ pub fn bench(
 ) -> Result<(), String> {
     r.bench.push(format!(
         "{:>4} {:>6} {:>8} | {:>12} {:>12} {:>14} | {:>14} {:>8} | {:>16} {:>16}",
-        "msm", "log_n", "scalars", "resident ms", "upload ms", "ours+upload", "ec-gpu-gen ms", "speedup",
-        "sppark ms (pts res)", "sppark ms (all up)"
+        "msm",
+        "log_n",
+        "scalars",
+        "resident ms",
+        "upload ms",
+        "ours+upload",
+        "ec-gpu-gen ms",
+        "speedup",
+        "sppark ms (pts res)",
+        "sppark ms (all up)"
     ));
     bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true, sweep)?;
     bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true, &[])?;
@@ -517,7 +582,8 @@ where
         d_s.upload_async(0, &s, &stream).map_err(e)?;
         stream.synchronize().map_err(e)?;
         let xyzz = GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() };
-        let want = GpuMsm::with_config(gpu.clone(), xyzz.clone()).map_err(|x| x.to_string())?
+        let want = GpuMsm::with_config(gpu.clone(), xyzz.clone())
+            .map_err(|x| x.to_string())?
             .msm_device::<C>(&d_b, DeviceScalars::montgomery(&d_s), None)
             .map_err(|x| x.to_string())?;
         let mut variants = vec![("xyzz".to_string(), xyzz)];

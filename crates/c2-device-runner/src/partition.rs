@@ -1,5 +1,5 @@
 //! 32 GiB-shaped synthetic partitions through the library's GPU path
-//! (`porep_c2::gpu`): `prove_instance` over `porep_c2::synthetic` partitions
+//! (`porep_c2::gpu`): `prove_instance` over `c2_testkit::synthetic` partitions
 //! with GPU workers, parameters resident, verification off (random
 //! parameters: timing only). Prints every partition's timeline (host stages
 //! and CUDA-event kernel times) and, per run, seconds per partition and
@@ -7,8 +7,8 @@
 
 use std::time::Instant;
 
+use c2_testkit::synthetic::{SyntheticPorep, SyntheticShape};
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::synthetic::{SyntheticPorep, SyntheticShape};
 use porep_c2::{prove_instance, HostBudget, PipelineConfig, ProofReport, ProverConfig};
 
 use crate::Report;
@@ -45,9 +45,10 @@ pub fn bench(
     let mut first_bytes: Option<(String, Vec<u8>)> = None;
     for (&gpus, &w) in gpus.iter().flat_map(|g| workers.iter().map(move |w| (g, w))) {
         let devices: Vec<usize> = (0..gpus).collect();
-        let backend = gpu_backend(&GpuBackendConfig { devices: devices.clone(), workers_per_device: w, ..Default::default() })
-            .map_err(|e| e.to_string())?;
-        let n_workers = backend.workers.len();
+        let backend =
+            gpu_backend(&GpuBackendConfig { devices: devices.clone(), workers_per_device: w, ..Default::default() })
+                .map_err(|e| e.to_string())?;
+        let n_workers = backend.consumers();
         // Host memory: synthesized partitions in flight bounded by a budget
         // (the machine has 128 GB; the parameters take ~47 GB of it).
         let budget = HostBudget::new((n_workers + 1) * shape.host_bytes());
@@ -82,7 +83,8 @@ pub fn bench(
             let (_, rep) = prove_instance(&instance, &params, &blinding, &config).map_err(|e| e.to_string())?;
             println!("proof {j}: {:.2} s (pipeline {:.2} s)", rep.total.as_secs_f64(), rep.pipeline.as_secs_f64());
             print_partitions(&rep);
-            kernel_ms += rep.partitions.iter().filter_map(|p| p.steps.gpu.as_ref()).map(|g| g.kernel_ms() as f64).sum::<f64>();
+            kernel_ms +=
+                rep.partitions.iter().filter_map(|p| p.steps.gpu.as_ref()).map(|g| g.kernel_ms() as f64).sum::<f64>();
             times.extend(rep.partitions.iter().filter_map(|p| p.steps.gpu.clone()));
         }
         let wall = t.elapsed().as_secs_f64();

@@ -1,5 +1,5 @@
 //! Side by side with the peer provers (issue 5): the same
-//! [`ShapedCircuit`](porep_c2::synthetic::ShapedCircuit)s, parameters
+//! [`ShapedCircuit`](c2_testkit::synthetic::ShapedCircuit)s, parameters
 //! (`random_parameters(shape, seed)`) and `r = 3`, `s = 5` as `peer-prove`
 //! (crate c2-peer-bench: bellperson 0.27 CUDA, SupraSeal C2), proved through
 //! porep-c2's GPU workers. Every `*.proof` in `--peer-dir` must equal our
@@ -9,8 +9,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use c2_testkit::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
 use porep_c2::{prove_instance, ProverConfig};
 
 use crate::{median, Report};
@@ -44,7 +44,8 @@ pub fn compare(
         shape.domain().trailing_zeros(),
         t.elapsed()
     );
-    let backend = gpu_backend(&GpuBackendConfig { devices: vec![0], ..Default::default() }).map_err(|e| e.to_string())?;
+    let backend =
+        gpu_backend(&GpuBackendConfig { devices: vec![0], ..Default::default() }).map_err(|e| e.to_string())?;
     let config = ProverConfig {
         backend,
         retry_backend: None,
@@ -76,7 +77,8 @@ pub fn compare(
     ));
     println!("{}", r.bench.last().expect("pushed"));
     let Some(dir) = peer_dir else { return Ok(()) };
-    let mut entries: Vec<_> = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten().collect();
+    let mut entries: Vec<_> =
+        std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?.flatten().collect();
     entries.sort_by_key(|e| e.path());
     for e in entries {
         let path = e.path();
@@ -85,7 +87,10 @@ pub fn compare(
             Some("proof") => {
                 let theirs = std::fs::read(&path).map_err(|e| e.to_string())?;
                 r.check(
-                    format!("peers 1/{scale}: {stem} proof bytes == ours ({} partition(s), same parameters, r, s)", partitions),
+                    format!(
+                        "peers 1/{scale}: {stem} proof bytes == ours ({} partition(s), same parameters, r, s)",
+                        partitions
+                    ),
                     theirs == bytes && !bytes.is_empty(),
                 );
             }

@@ -8,9 +8,10 @@
 
 use std::time::Instant;
 
+use c2_testkit::demo;
 use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::{demo, prove_porep_c2_with_report, Backend, ParamsSource, ProverConfig, Randomness};
+use porep_c2::{prove_porep_c2_with_report, Backend, ParamsSource, ProverConfig, Randomness};
 
 use crate::Report;
 
@@ -28,11 +29,7 @@ pub fn check(r: &mut Report) -> Result<(), String> {
     let t = Instant::now();
     let (_, generated) =
         demo::ensure_registered_parameters(&s.c1, s.prover_id, s.sector_id, &dir, 1).map_err(|x| e(&x))?;
-    println!(
-        "registered 2 KiB: parameters {} in {:.1?}",
-        if generated { "generated" } else { "read" },
-        t.elapsed()
-    );
+    println!("registered 2 KiB: parameters {} in {:.1?}", if generated { "generated" } else { "read" }, t.elapsed());
     let base = ProverConfig {
         params: ParamsSource::CacheDir(dir.clone()),
         randomness: Randomness::Seed([3; 32]),

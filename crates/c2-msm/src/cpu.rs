@@ -19,12 +19,7 @@ pub struct CpuMsm;
 fn selected_scalar_bytes(scalars: &[Scalar], mask: Option<&Density>) -> Vec<u8> {
     match mask {
         None => scalars.par_iter().flat_map_iter(|s| s.to_bytes_le()).collect(),
-        Some(m) => scalars
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| m.get(*i))
-            .flat_map(|(_, s)| s.to_bytes_le())
-            .collect(),
+        Some(m) => scalars.iter().enumerate().filter(|(i, _)| m.get(*i)).flat_map(|(_, s)| s.to_bytes_le()).collect(),
     }
 }
 
@@ -51,12 +46,7 @@ impl Msm for CpuMsm {
         "cpu-blst"
     }
 
-    fn msm_g1(
-        &self,
-        bases: &[G1Affine],
-        scalars: &[Scalar],
-        mask: Option<&Density>,
-    ) -> Result<G1Projective, MsmError> {
+    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G1Projective, MsmError> {
         let n = check_shape("G1", bases.len(), scalars.len(), mask)?;
         if n == 0 {
             return Ok(G1Projective::identity());
@@ -67,12 +57,7 @@ impl Msm for CpuMsm {
         Ok(unsafe { std::mem::transmute::<blst_p1, G1Projective>(p) })
     }
 
-    fn msm_g2(
-        &self,
-        bases: &[G2Affine],
-        scalars: &[Scalar],
-        mask: Option<&Density>,
-    ) -> Result<G2Projective, MsmError> {
+    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G2Projective, MsmError> {
         let n = check_shape("G2", bases.len(), scalars.len(), mask)?;
         if n == 0 {
             return Ok(G2Projective::identity());
@@ -194,10 +179,7 @@ mod tests {
         let n = 3000;
         let bases = random_g1(&mut rng, n);
         let scalars: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
-        assert_eq!(
-            CpuMsm.msm_g1(&bases, &scalars, None).unwrap(),
-            naive_msm(&bases, &scalars, None)
-        );
+        assert_eq!(CpuMsm.msm_g1(&bases, &scalars, None).unwrap(), naive_msm(&bases, &scalars, None));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use group::prime::PrimeCurveAffine;
 use crate::MsmError;
 
 fn gpu_err(e: GpuError) -> MsmError {
-    MsmError::Backend { backend: "cuda", message: e.to_string() }
+    MsmError::Gpu(e)
 }
 
 /// Per input pair `(a, b)`, what the GPU formulas compute, in affine form:
@@ -46,7 +46,12 @@ impl GpuCurveCheck {
         self.run(&self.g2, a, b)
     }
 
-    fn run<A: PrimeCurveAffine + Copy>(&self, k: &Kernel, a: &[A], b: &[A]) -> Result<CurveResults<A>, MsmError> {
+    fn run<A: PrimeCurveAffine + c2_cuda::DeviceCopy>(
+        &self,
+        k: &Kernel,
+        a: &[A],
+        b: &[A],
+    ) -> Result<CurveResults<A>, MsmError> {
         if a.len() != b.len() {
             return Err(MsmError::Backend { backend: "cuda", message: "a and b differ in length".into() });
         }

@@ -21,7 +21,7 @@ use group::{Curve, Group};
 use crate::{check_shape, Density, Msm, MsmError};
 
 fn gpu_err(e: GpuError) -> MsmError {
-    MsmError::Backend { backend: "cuda", message: e.to_string() }
+    MsmError::Gpu(e)
 }
 
 /// Threads per block of the curve kernels (G2 points take ~100 registers
@@ -39,7 +39,7 @@ const MAX_BASES: usize = 1 << 31;
 /// A curve group the GPU MSM serves: G1 over Fp or G2 over Fp2.
 pub trait GpuCurve: Send + Sync + 'static {
     /// Affine points as blst lays them out (what parameter files hold).
-    type Affine: PrimeCurveAffine<Curve = Self::Projective> + Copy + Send + Sync;
+    type Affine: PrimeCurveAffine<Curve = Self::Projective> + c2_cuda::DeviceCopy;
     /// The group element returned.
     type Projective: Group + Curve<AffineRepr = Self::Affine> + Copy;
     /// An XYZZ point's bytes on the device (4 coordinates).
@@ -368,7 +368,9 @@ pub fn plan_windows(
     let xyzz_bytes = shape.xyzz_bytes;
     let c = match forced {
         Some(c) if (2..=24).contains(&c) => c,
-        Some(c) => return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=24") }),
+        Some(c) => {
+            return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=24") })
+        }
         None => {
             let w = bucket_weight(xyzz_bytes);
             (2..=16).min_by(|&a, &b| plan_cost(m, a, w).total_cmp(&plan_cost(m, b, w))).unwrap_or(16)
@@ -382,7 +384,9 @@ pub fn plan_windows(
     if per_pass == 0 {
         return Err(MsmError::Backend {
             backend: "cuda",
-            message: format!("MSM of {m} scalars needs {per_window} bytes of device scratch per window; budget is {budget}"),
+            message: format!(
+                "MSM of {m} scalars needs {per_window} bytes of device scratch per window; budget is {budget}"
+            ),
         });
     }
     Ok(WindowPlan { c, windows, per_pass: per_pass as u32 })
@@ -427,7 +431,7 @@ struct Slot<T> {
     buf: Option<DeviceBuffer<T>>,
 }
 
-impl<T: Copy> Slot<T> {
+impl<T: c2_cuda::DeviceCopy> Slot<T> {
     const fn new() -> Self {
         Self { buf: None }
     }
@@ -474,7 +478,11 @@ struct Scratch {
 struct AnySlot(Option<Box<dyn Any + Send>>);
 
 impl AnySlot {
-    fn get<T: Copy + 'static>(&mut self, (memory, stream): On<'_>, len: usize) -> Result<&mut DeviceBuffer<T>, GpuError> {
+    fn get<T: c2_cuda::DeviceCopy>(
+        &mut self,
+        (memory, stream): On<'_>,
+        len: usize,
+    ) -> Result<&mut DeviceBuffer<T>, GpuError> {
         let len = len.max(1);
         let fits = self.0.as_ref().and_then(|b| b.downcast_ref::<DeviceBuffer<T>>()).is_some_and(|b| b.len() >= len);
         if !fits {
@@ -661,7 +669,12 @@ impl GpuMsm {
         unsafe {
             self.kernels
                 .mask_popc
-                .launch_u64(s, grid(w.len(), INT_THREADS), INT_THREADS, &[words.device_ptr(), w.len() as u64, ranks.device_ptr()])
+                .launch_u64(
+                    s,
+                    grid(w.len(), INT_THREADS),
+                    INT_THREADS,
+                    &[words.device_ptr(), w.len() as u64, ranks.device_ptr()],
+                )
                 .map_err(gpu_err)?;
         }
         self.scan(&mut ranks, w.len() + 1, &mut scratch.scan_tmp, s)?;
@@ -1052,8 +1065,7 @@ impl GpuMsm {
 
                 clock.mark("fixup", s)?;
                 // Running sums over chunks of q buckets per window.
-                let chunks_per_window =
-                    (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
+                let chunks_per_window = (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
                 let q = nb / chunks_per_window;
                 let parts = wn as usize * chunks_per_window;
                 let out = scratch.sums[0].get(g, parts * xw).map_err(e)?.device_ptr();
@@ -1080,8 +1092,12 @@ impl GpuMsm {
         let aff = scratch.affine.get::<C::Affine>(g, points).map_err(e)?;
         // SAFETY: points XYZZ in, as many affine out.
         unsafe {
-            kc.to_affine
-                .launch_u64(s, grid(points, CURVE_THREADS), CURVE_THREADS, &[finals, points as u64, aff.device_ptr()])
+            kc.to_affine.launch_u64(
+                s,
+                grid(points, CURVE_THREADS),
+                CURVE_THREADS,
+                &[finals, points as u64, aff.device_ptr()],
+            )
         }
         .map_err(e)?;
         let mut host = vec![C::Affine::identity(); points];
@@ -1133,8 +1149,12 @@ impl GpuMsm {
             };
             // SAFETY: len points in, next_len out.
             unsafe {
-                kc.sum_groups
-                    .launch_u64(s, grid(next_len, CURVE_THREADS), CURVE_THREADS, &[cur, len as u64, group as u64, out])
+                kc.sum_groups.launch_u64(
+                    s,
+                    grid(next_len, CURVE_THREADS),
+                    CURVE_THREADS,
+                    &[cur, len as u64, group as u64, out],
+                )
             }
             .map_err(gpu_err)?;
             cur = out;
@@ -1142,11 +1162,8 @@ impl GpuMsm {
         }
         if cur != dst {
             // One group already (n == outputs): copy through a 1-wide sum.
-            unsafe {
-                kc.sum_groups
-                    .launch_u64(s, grid(len, CURVE_THREADS), CURVE_THREADS, &[cur, len as u64, 1, dst])
-            }
-            .map_err(gpu_err)?;
+            unsafe { kc.sum_groups.launch_u64(s, grid(len, CURVE_THREADS), CURVE_THREADS, &[cur, len as u64, 1, dst]) }
+                .map_err(gpu_err)?;
         }
         Ok(())
     }
@@ -1160,7 +1177,12 @@ fn too_many(n: usize) -> MsmError {
     MsmError::Backend { backend: "cuda", message: format!("{n} bases: the GPU MSM takes fewer than 2^31 per call") }
 }
 
-fn check_shape_device(query: &'static str, bases: usize, scalars: usize, mask: Option<&DeviceDensity>) -> Result<usize, MsmError> {
+fn check_shape_device(
+    query: &'static str,
+    bases: usize,
+    scalars: usize,
+    mask: Option<&DeviceDensity>,
+) -> Result<usize, MsmError> {
     let needed = match mask {
         Some(m) if m.len() != scalars => return Err(MsmError::MaskLength { query, mask: m.len(), scalars }),
         Some(m) => m.count_ones(),
@@ -1277,9 +1299,8 @@ mod tests {
             }
             Ok(gpu) => {
                 let m = GpuMsm::new(gpu).expect("kernels load");
-                let bases: Vec<G1Affine> = (1..=1000u64)
-                    .map(|i| (G1Projective::generator() * Scalar::from(i)).to_affine())
-                    .collect();
+                let bases: Vec<G1Affine> =
+                    (1..=1000u64).map(|i| (G1Projective::generator() * Scalar::from(i)).to_affine()).collect();
                 let s: Vec<Scalar> = (0..1000u64).map(|i| Scalar::from(i * i + 7) * Scalar::from(u64::MAX)).collect();
                 assert_eq!(m.msm_g1(&bases, &s, None).unwrap(), CpuMsm.msm_g1(&bases, &s, None).unwrap());
             }

@@ -16,14 +16,14 @@
 #![deny(missing_docs)]
 
 mod cpu;
-mod density;
 #[cfg(feature = "cuda")]
 pub mod curve_check;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 
+/// The mask type of every query (shared with synthesis through `c2-core`).
+pub use c2_core::Density;
 pub use cpu::{naive_msm, CpuMsm};
-pub use density::Density;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 
@@ -50,7 +50,13 @@ pub enum MsmError {
         /// Bases given.
         available: usize,
     },
-    /// A backend failure (for example a GPU error), with its message.
+    /// The device failed (out of memory, a driver error, no device): the
+    /// runtime's typed error, so callers can match on it
+    /// ([`c2_cuda::GpuError::is_out_of_memory`]).
+    #[error(transparent)]
+    Gpu(#[from] c2_cuda::GpuError),
+    /// Any other backend failure (an invalid request to a GPU kernel, an
+    /// injected fault), with its message.
     #[error("{backend} MSM backend failed: {message}")]
     Backend {
         /// The backend's name.
@@ -71,20 +77,10 @@ pub trait Msm: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// MSM in G1.
-    fn msm_g1(
-        &self,
-        bases: &[G1Affine],
-        scalars: &[Scalar],
-        mask: Option<&Density>,
-    ) -> Result<G1Projective, MsmError>;
+    fn msm_g1(&self, bases: &[G1Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G1Projective, MsmError>;
 
     /// MSM in G2.
-    fn msm_g2(
-        &self,
-        bases: &[G2Affine],
-        scalars: &[Scalar],
-        mask: Option<&Density>,
-    ) -> Result<G2Projective, MsmError>;
+    fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G2Projective, MsmError>;
 }
 
 /// Checks a request's shape and returns how many bases it needs.
@@ -95,9 +91,7 @@ pub fn check_shape(
     mask: Option<&Density>,
 ) -> Result<usize, MsmError> {
     let needed = match mask {
-        Some(m) if m.len() != scalars => {
-            return Err(MsmError::MaskLength { query, mask: m.len(), scalars })
-        }
+        Some(m) if m.len() != scalars => return Err(MsmError::MaskLength { query, mask: m.len(), scalars }),
         Some(m) => m.count_ones(),
         None => scalars,
     };

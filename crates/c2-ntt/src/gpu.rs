@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
 use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Kernel, PinnedBuffer, Stream};
-use rayon::prelude::*;
 use ff::{Field, PrimeField};
+use rayon::prelude::*;
 
 use crate::{Domain, Ntt, NttError};
 
@@ -41,7 +41,7 @@ pub enum NttKind {
 }
 
 fn gpu_err(e: GpuError) -> NttError {
-    NttError::Backend { backend: "cuda", message: e.to_string() }
+    NttError::Gpu(e)
 }
 
 struct Kernels {
@@ -108,10 +108,8 @@ impl HostIo {
     /// uninitialised; every element is written when this returns `Ok`.
     fn download(&mut self, src: &DeviceBuffer<Scalar>, dst: &mut [MaybeUninit<Scalar>]) -> Result<(), GpuError> {
         let stream = &self.compute;
-        let chunks: Vec<(usize, usize)> = (0..dst.len())
-            .step_by(STAGING_ELEMS)
-            .map(|o| (o, STAGING_ELEMS.min(dst.len() - o)))
-            .collect();
+        let chunks: Vec<(usize, usize)> =
+            (0..dst.len()).step_by(STAGING_ELEMS).map(|o| (o, STAGING_ELEMS.min(dst.len() - o))).collect();
         // Chunk i is in flight while chunk i-1 is copied out on the host.
         for (i, &(off, len)) in chunks.iter().enumerate() {
             let (buf, done) = &mut self.slots[i % 2];
@@ -270,7 +268,13 @@ impl GpuNtt {
                     grid_for(half),
                     EW_THREADS,
                     0,
-                    &mut [ptr_arg(&mut out), ptr_arg(&mut hi), ptr_arg(&mut lo), ptr_arg(&mut count), ptr_arg(&mut lo_bits)],
+                    &mut [
+                        ptr_arg(&mut out),
+                        ptr_arg(&mut hi),
+                        ptr_arg(&mut lo),
+                        ptr_arg(&mut count),
+                        ptr_arg(&mut lo_bits),
+                    ],
                 )
                 .map_err(gpu_err)?;
         }
@@ -407,12 +411,13 @@ impl GpuNtt {
         unsafe {
             self.kernels
                 .bit_reverse
-                .launch(stream, grid_for(1 << log_n), EW_THREADS, 0, &mut [
-                    ptr_arg(&mut o),
-                    ptr_arg(&mut i),
-                    ptr_arg(&mut l),
-                    ptr_arg(&mut inv),
-                ])
+                .launch(
+                    stream,
+                    grid_for(1 << log_n),
+                    EW_THREADS,
+                    0,
+                    &mut [ptr_arg(&mut o), ptr_arg(&mut i), ptr_arg(&mut l), ptr_arg(&mut inv)],
+                )
                 .map_err(gpu_err)
         }
     }
@@ -438,14 +443,20 @@ impl GpuNtt {
             unsafe {
                 self.kernels
                     .pass
-                    .launch(stream, blocks as u32, threads, shared, &mut [
-                        ptr_arg(&mut d),
-                        ptr_arg(&mut tw),
-                        ptr_arg(&mut l),
-                        ptr_arg(&mut s),
-                        ptr_arg(&mut kk),
-                        ptr_arg(&mut cb),
-                    ])
+                    .launch(
+                        stream,
+                        blocks as u32,
+                        threads,
+                        shared,
+                        &mut [
+                            ptr_arg(&mut d),
+                            ptr_arg(&mut tw),
+                            ptr_arg(&mut l),
+                            ptr_arg(&mut s),
+                            ptr_arg(&mut kk),
+                            ptr_arg(&mut cb),
+                        ],
+                    )
                     .map_err(gpu_err)?;
             }
             s0 += k;
@@ -466,13 +477,19 @@ impl GpuNtt {
         unsafe {
             self.kernels
                 .scale_by_powers
-                .launch(stream, grid_for(n), EW_THREADS, 0, &mut [
-                    ptr_arg(&mut d),
-                    ptr_arg(&mut hi),
-                    ptr_arg(&mut lo),
-                    ptr_arg(&mut count),
-                    ptr_arg(&mut lo_bits),
-                ])
+                .launch(
+                    stream,
+                    grid_for(n),
+                    EW_THREADS,
+                    0,
+                    &mut [
+                        ptr_arg(&mut d),
+                        ptr_arg(&mut hi),
+                        ptr_arg(&mut lo),
+                        ptr_arg(&mut count),
+                        ptr_arg(&mut lo_bits),
+                    ],
+                )
                 .map_err(gpu_err)
         }
     }
@@ -493,13 +510,13 @@ impl GpuNtt {
         unsafe {
             self.kernels
                 .h_pointwise
-                .launch(stream, grid_for(n), EW_THREADS, 0, &mut [
-                    ptr_arg(&mut pa),
-                    ptr_arg(&mut pb),
-                    ptr_arg(&mut pc),
-                    ptr_arg(&mut z),
-                    ptr_arg(&mut count),
-                ])
+                .launch(
+                    stream,
+                    grid_for(n),
+                    EW_THREADS,
+                    0,
+                    &mut [ptr_arg(&mut pa), ptr_arg(&mut pb), ptr_arg(&mut pc), ptr_arg(&mut z), ptr_arg(&mut count)],
+                )
                 .map_err(gpu_err)
         }
     }
@@ -585,7 +602,6 @@ impl Ntt for GpuNtt {
         Ok(out)
     }
 }
-
 
 #[cfg(test)]
 mod tests {

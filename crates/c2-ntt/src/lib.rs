@@ -51,7 +51,13 @@ pub enum NttError {
         /// len(c)
         c: usize,
     },
-    /// A backend failure (for example a GPU error), with its message.
+    /// The device failed (out of memory, a driver error, no device): the
+    /// runtime's typed error, so callers can match on it
+    /// ([`c2_cuda::GpuError::is_out_of_memory`]).
+    #[error(transparent)]
+    Gpu(#[from] c2_cuda::GpuError),
+    /// Any other backend failure (an invalid request to a GPU kernel, an
+    /// injected fault), with its message.
     #[error("{backend} NTT backend failed: {message}")]
     Backend {
         /// The backend's name.
@@ -71,12 +77,7 @@ pub trait Ntt: Send + Sync {
     /// synthesis produces them). The domain is the smallest power of two
     /// `m >= len`; the result has `m − 1` coefficients, exactly what
     /// bellperson's prover feeds to the H multi-exponentiation.
-    fn compute_h(
-        &self,
-        a: Vec<Scalar>,
-        b: Vec<Scalar>,
-        c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, NttError>;
+    fn compute_h(&self, a: Vec<Scalar>, b: Vec<Scalar>, c: Vec<Scalar>) -> Result<Vec<Scalar>, NttError>;
 }
 
 /// The CPU implementation (rayon); the reference for other backends.
@@ -88,12 +89,7 @@ impl Ntt for CpuNtt {
         "cpu"
     }
 
-    fn compute_h(
-        &self,
-        mut a: Vec<Scalar>,
-        mut b: Vec<Scalar>,
-        mut c: Vec<Scalar>,
-    ) -> Result<Vec<Scalar>, NttError> {
+    fn compute_h(&self, mut a: Vec<Scalar>, mut b: Vec<Scalar>, mut c: Vec<Scalar>) -> Result<Vec<Scalar>, NttError> {
         if a.len() != b.len() || a.len() != c.len() {
             return Err(NttError::LengthMismatch { a: a.len(), b: b.len(), c: c.len() });
         }

@@ -68,11 +68,8 @@ fn parse_duration(s: &str) -> Option<Duration> {
     None
 }
 
-static CAPTURE: Capture = Capture {
-    synthesis: Mutex::new(Vec::new()),
-    prover: Mutex::new(Vec::new()),
-    gpu_refused: AtomicBool::new(false),
-};
+static CAPTURE: Capture =
+    Capture { synthesis: Mutex::new(Vec::new()), prover: Mutex::new(Vec::new()), gpu_refused: AtomicBool::new(false) };
 
 fn peer_name() -> Option<&'static str> {
     if cfg!(feature = "supraseal") {
@@ -85,7 +82,9 @@ fn peer_name() -> Option<&'static str> {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH]");
+    eprintln!(
+        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH]"
+    );
     std::process::exit(2)
 }
 
@@ -140,7 +139,9 @@ fn main() {
     let params = {
         let t = Instant::now();
         let file = std::fs::File::create(&params_file).unwrap_or_else(|e| fail("creating the parameter file", &e));
-        params.write(std::io::BufWriter::with_capacity(1 << 24, file)).unwrap_or_else(|e| fail("writing parameters", &e));
+        params
+            .write(std::io::BufWriter::with_capacity(1 << 24, file))
+            .unwrap_or_else(|e| fail("writing parameters", &e));
         drop(params);
         println!("{name}: parameters written to {} in {:.1?}", params_file.display(), t.elapsed());
         let t = Instant::now();
@@ -183,7 +184,11 @@ fn main() {
         std::fs::write(&path, bytes).unwrap_or_else(|e| fail("writing the proof", &e));
     }
     // The runner parses this line; a CPU fallback is no GPU figure.
-    let name = if CAPTURE.gpu_refused.load(Ordering::Relaxed) { format!("{name} [GPU REFUSED: CPU fallback]") } else { name.to_string() };
+    let name = if CAPTURE.gpu_refused.load(Ordering::Relaxed) {
+        format!("{name} [GPU REFUSED: CPU fallback]")
+    } else {
+        name.to_string()
+    };
     println!(
         "PEER {name} | scale 1/{scale} | {partitions} partition(s) | median of {} rep(s): wall {:.3} s, prover {:.3} s = {:.3} s per partition",
         walls.len(),

@@ -3,7 +3,8 @@
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::{first_in_line, AdmissionError, CancelToken};
+use crate::budget::{first_in_line, AdmissionError};
+use crate::cancel::CancelToken;
 
 /// Exclusive turns at one worker (e.g. a GPU worker shared by every proof in
 /// flight): among waiters the highest priority goes first, equal priorities

@@ -2,53 +2,8 @@
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
-use c2_msm::Density;
+use c2_core::{Density, Synthesized};
 use ff::Field;
-
-/// One synthesized circuit, owned: everything the NTT and MSM stages read.
-///
-/// Field by field identical to what bellperson 0.27's prover builds, so a
-/// proof from it is bit-identical to bellperson's for the same `r`, `s`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Synthesized {
-    /// `<A_j, z>` for every constraint `j` (the input constraints included).
-    pub a: Vec<Scalar>,
-    /// `<B_j, z>` per constraint.
-    pub b: Vec<Scalar>,
-    /// `<C_j, z>` per constraint.
-    pub c: Vec<Scalar>,
-    /// Public inputs; element 0 is the constant ONE.
-    pub input_assignment: Vec<Scalar>,
-    /// Private (auxiliary) variables.
-    pub aux_assignment: Vec<Scalar>,
-    /// Aux variables that occur in some A term (inputs are always dense in A).
-    pub a_aux_density: Density,
-    /// Inputs that occur in some B term.
-    pub b_input_density: Density,
-    /// Aux variables that occur in some B term.
-    pub b_aux_density: Density,
-}
-
-impl Synthesized {
-    /// Number of constraints, the input constraints included.
-    pub fn num_constraints(&self) -> usize {
-        self.a.len()
-    }
-    /// Number of public inputs, ONE included.
-    pub fn num_inputs(&self) -> usize {
-        self.input_assignment.len()
-    }
-    /// Number of aux variables.
-    pub fn num_aux(&self) -> usize {
-        self.aux_assignment.len()
-    }
-    /// Bytes held (for memory budgets and reports).
-    pub fn heap_bytes(&self) -> usize {
-        let s = std::mem::size_of::<Scalar>();
-        (self.a.len() + self.b.len() + self.c.len() + self.num_inputs() + self.num_aux()) * s
-            + (self.a_aux_density.len() + self.b_input_density.len() + self.b_aux_density.len()) / 8
-    }
-}
 
 /// The constraint system behind [`synthesize`]: records assignments, A/B/C
 /// evaluations and densities, and nothing else (no names, no constraint
@@ -140,13 +95,7 @@ impl ConstraintSystem<Scalar> for WitnessCs {
         let (inputs, aux) = (&o.input_assignment, &o.aux_assignment);
         // Inputs are dense in A by construction (the `x · 0 = 0` constraints).
         let a_val = eval_tracked(&a, None, Some(&mut o.a_aux_density), inputs, aux);
-        let b_val = eval_tracked(
-            &b,
-            Some(&mut o.b_input_density),
-            Some(&mut o.b_aux_density),
-            inputs,
-            aux,
-        );
+        let b_val = eval_tracked(&b, Some(&mut o.b_input_density), Some(&mut o.b_aux_density), inputs, aux);
         // C has no query of its own (it is folded into L), so no density.
         let c_val = eval_tracked(&c, None, None, inputs, aux);
         o.a.push(a_val);
@@ -194,12 +143,7 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Synthesized, Synthes
     cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
     circuit.synthesize(&mut cs)?;
     for i in 0..cs.out.input_assignment.len() {
-        cs.enforce(
-            || "input binding",
-            |lc| lc + Variable::new_unchecked(Index::Input(i)),
-            |lc| lc,
-            |lc| lc,
-        );
+        cs.enforce(|| "input binding", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
     }
     Ok(cs.into_synthesized())
 }

@@ -18,10 +18,9 @@
 mod cs;
 mod porep;
 
-pub use cs::{synthesize, Synthesized, WitnessCs};
-pub use porep::{
-    instance_from_c1, synthesize_partitions, PorepInstance, StackedInstance, SynthConfig,
-};
+pub use c2_core::{Density, Synthesized};
+pub use cs::{synthesize, WitnessCs};
+pub use porep::{instance_from_c1, synthesize_partitions, PorepInstance, StackedInstance, SynthConfig};
 
 /// Errors of the synthesis stage; each names what was wrong with the input.
 #[derive(Debug, thiserror::Error)]

@@ -6,10 +6,9 @@ use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
 use filecoin_hashers::{Domain, Hasher};
 use filecoin_proofs::{
-    as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher,
-    PoRepConfig, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB,
-    SectorShape8MiB, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB,
-    SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
+    as_safe_commitment, parameters::setup_params, DefaultPieceDomain, DefaultPieceHasher, PoRepConfig, SectorShape2KiB,
+    SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB,
+    SECTOR_SIZE_512_MIB, SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
 };
 use filecoin_proofs_api::seal::SealCommitPhase1Output;
 use rand_core::RngCore;
@@ -22,9 +21,7 @@ use storage_proofs_core::{
     parameter_cache::CacheableParameters,
     proof::ProofScheme,
 };
-use storage_proofs_porep::stacked::{
-    self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau,
-};
+use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
 use crate::{synthesize, SynthError, Synthesized};
 
@@ -70,10 +67,7 @@ pub trait PorepInstance: Send + Sync {
 
     /// Generates random Groth16 parameters for this circuit shape. For tests
     /// and benchmarks only: real provers use the published parameters.
-    fn generate_parameters(
-        &self,
-        rng: &mut dyn RngCore,
-    ) -> Result<groth16::Parameters<Bls12>, SynthError>;
+    fn generate_parameters(&self, rng: &mut dyn RngCore) -> Result<groth16::Parameters<Bls12>, SynthError>;
 }
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -143,11 +137,9 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
             return Err(SynthError::ZeroCommitment("seed"));
         }
         let vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>> =
-            c1.vanilla_proofs.clone().try_into().map_err(|e: anyhow::Error| {
-                SynthError::VanillaProofShape {
-                    registered_proof: format!("{:?}", c1.registered_proof),
-                    reason: e.to_string(),
-                }
+            c1.vanilla_proofs.clone().try_into().map_err(|e: anyhow::Error| SynthError::VanillaProofShape {
+                registered_proof: format!("{:?}", c1.registered_proof),
+                reason: e.to_string(),
             })?;
         if vanilla_proofs.is_empty() || vanilla_proofs.iter().any(|p| p.is_empty()) {
             return Err(SynthError::NoVanillaProofs);
@@ -156,18 +148,13 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
         if vanilla_proofs.len() != partitions {
             return Err(SynthError::PartitionCount { expected: partitions, actual: vanilla_proofs.len() });
         }
-        let comm_r: TreeDomain<Tree> = as_safe_commitment(&c1.comm_r, "comm_r")
-            .map_err(|_| SynthError::InvalidCommitment("comm_r"))?;
-        let comm_d = DefaultPieceDomain::try_from_bytes(&c1.comm_d)
-            .map_err(|_| SynthError::InvalidCommitment("comm_d"))?;
+        let comm_r: TreeDomain<Tree> =
+            as_safe_commitment(&c1.comm_r, "comm_r").map_err(|_| SynthError::InvalidCommitment("comm_r"))?;
+        let comm_d =
+            DefaultPieceDomain::try_from_bytes(&c1.comm_d).map_err(|_| SynthError::InvalidCommitment("comm_d"))?;
 
-        let expected_replica_id = generate_replica_id::<Tree::Hasher, _>(
-            &prover_id,
-            sector_id,
-            &c1.ticket,
-            comm_d,
-            &config.porep_id,
-        );
+        let expected_replica_id =
+            generate_replica_id::<Tree::Hasher, _>(&prover_id, sector_id, &c1.ticket, comm_d, &config.porep_id);
         let c1_replica_id: Scalar = c1.replica_id.into();
         let c1_replica_id: TreeDomain<Tree> = c1_replica_id.into();
         if c1_replica_id != expected_replica_id {
@@ -175,16 +162,13 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
         }
 
         let setup = compound_proof::SetupParams {
-            vanilla_params: setup_params(config)
-                .map_err(|e| SynthError::Unsupported(e.to_string()))?,
+            vanilla_params: setup_params(config).map_err(|e| SynthError::Unsupported(e.to_string()))?,
             partitions: Some(partitions),
             priority: false,
         };
-        let public_params = <Compound<Tree> as CompoundProof<
-            StackedDrg<'_, Tree, DefaultPieceHasher>,
-            _,
-        >>::setup(&setup)
-        .map_err(|e| SynthError::Unsupported(e.to_string()))?;
+        let public_params =
+            <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::setup(&setup)
+                .map_err(|e| SynthError::Unsupported(e.to_string()))?;
 
         let public_inputs = stacked::PublicInputs {
             replica_id: c1_replica_id,
@@ -201,10 +185,8 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
     /// (for callers that want to run it through another prover, e.g. as an
     /// oracle).
     pub fn circuit(&self, k: usize) -> Result<StackedCircuit<Tree, DefaultPieceHasher>, SynthError> {
-        let proof = self
-            .vanilla_proofs
-            .get(k)
-            .ok_or(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() })?;
+        let proof =
+            self.vanilla_proofs.get(k).ok_or(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() })?;
         no_panic(k, || {
             <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
                 &self.public_inputs,
@@ -246,9 +228,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
 
     fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError> {
         let circuit = self.circuit(k)?;
-        no_panic(k, || {
-            synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source })
-        })
+        no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError> {
@@ -265,10 +245,7 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
         })
     }
 
-    fn generate_parameters(
-        &self,
-        mut rng: &mut dyn RngCore,
-    ) -> Result<groth16::Parameters<Bls12>, SynthError> {
+    fn generate_parameters(&self, mut rng: &mut dyn RngCore) -> Result<groth16::Parameters<Bls12>, SynthError> {
         let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(
             &self.vanilla_params,
         );

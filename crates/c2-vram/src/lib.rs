@@ -38,9 +38,9 @@ mod srs;
 #[cfg(feature = "cuda")]
 mod stage;
 #[cfg(feature = "cuda")]
-pub use stage::Stager;
-#[cfg(feature = "cuda")]
 pub use srs::{ResidentSrs, SrsCache, SrsSource};
+#[cfg(feature = "cuda")]
+pub use stage::Stager;
 
 /// Offsets handed out are multiples of this (cudaMalloc's own alignment;
 /// coalesced 128-byte accesses need at least that).
@@ -230,8 +230,7 @@ impl SharedBudget {
         let mut ranges = self.lock();
         loop {
             match ranges.alloc(bytes) {
-                Err(VramError::OutOfBudget(o)) if o.requested <= o.budget && ranges.used() > 0 =>
-                {
+                Err(VramError::OutOfBudget(o)) if o.requested <= o.budget && ranges.used() > 0 => {
                     let left = deadline.saturating_duration_since(Instant::now());
                     if left.is_zero() {
                         return ranges.alloc(bytes);
@@ -312,7 +311,15 @@ mod tests {
         let (o2, l2) = a.alloc(ALIGN + 1).unwrap();
         assert_eq!((o1, l1, o2, l2), (0, ALIGN, ALIGN, 2 * ALIGN));
         let e = a.alloc(8 * ALIGN).unwrap_err();
-        assert_eq!(e, VramError::OutOfBudget(OutOfBudget { requested: 8 * ALIGN, largest_free: 7 * ALIGN, free: 7 * ALIGN, budget: 10 * ALIGN }));
+        assert_eq!(
+            e,
+            VramError::OutOfBudget(OutOfBudget {
+                requested: 8 * ALIGN,
+                largest_free: 7 * ALIGN,
+                free: 7 * ALIGN,
+                budget: 10 * ALIGN
+            })
+        );
         assert!(e.to_string().contains("budget exhausted"), "{e}");
         a.release(o1, l1);
         a.release(o2, l2);

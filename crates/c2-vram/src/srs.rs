@@ -31,7 +31,7 @@ impl SrsSource<'_> {
     /// Device bytes the set takes.
     pub fn bytes(&self) -> usize {
         let g1 = self.h.len() + self.l.len() + self.a.len() + self.b_g1.len();
-        g1 * std::mem::size_of::<G1Affine>() + self.b_g2.len() * std::mem::size_of::<G2Affine>()
+        g1 * std::mem::size_of::<G1Affine>() + std::mem::size_of_val(self.b_g2)
     }
 }
 

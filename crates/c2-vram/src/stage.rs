@@ -29,7 +29,7 @@ pub struct Stager<T> {
     threads: rayon::ThreadPool,
 }
 
-impl<T: Copy + Send + Sync> Stager<T> {
+impl<T: c2_cuda::DeviceCopy> Stager<T> {
     /// Slots of `slot_len` elements each (e.g. 2^22 scalars = 128 MiB).
     pub fn new(gpu: &Arc<Gpu>, slot_len: usize) -> Result<Self, GpuError> {
         let slot = || -> Result<_, GpuError> { Ok((PinnedBuffer::new(gpu, slot_len.max(1))?, gpu.event()?)) };

@@ -17,25 +17,25 @@
 //! pipeline gives each its own consumer thread, so one worker's uploads and
 //! host work overlap another's kernels, and partitions spread over devices.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, Proof};
-use blstrs::{Bls12, Scalar};
-use std::sync::Mutex;
-
+use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use c2_core::Synthesized;
 use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stream};
-use c2_sched::HostPermit;
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
-use c2_synth::Synthesized;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, Stager, VramConfig, VramPool};
 
-use crate::groth16::{assemble, check_parameters, timed, Backend, GpuTimes, PartitionProver, ProveTimings, Sums};
-use crate::Error;
+use crate::backend::{Backend, PartitionJob, PartitionProver, Workers};
+use crate::error::Error;
+use crate::groth16::{assemble, check_parameters, run_msms, G1Query, Mask, MsmStep, PartitionMsms, Scalars};
+use crate::report::{timed, GpuTimes, ProveTimings};
 
-fn dev(e: impl std::fmt::Display) -> Error {
-    Error::Device(e.to_string())
+/// A device error of the GPU worker (uploads, events, the pool).
+fn dev(e: impl Into<GpuError>) -> Error {
+    Error::gpu("worker", e)
 }
 
 /// How [`gpu_backend`] sets up the devices.
@@ -69,38 +69,33 @@ impl Default for GpuBackendConfig {
     }
 }
 
-/// A [`Backend`] whose workers are [`GpuProver`]s on the configured devices
-/// (the host-level stages run on the first device, for direct callers).
-/// Logs the devices in one line; an error when no device can be used.
+/// A [`Backend::Workers`] of [`GpuProver`]s on the configured devices.
+/// Logs the devices in one line; an error ([`Error::Gpu`], e.g.
+/// [`GpuError::is_no_gpu`]) when no device can be used.
 pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     let ordinals = if config.devices.is_empty() {
-        (0..c2_cuda::devices().map_err(dev)?.len()).collect()
+        (0..c2_cuda::devices().map_err(backend_err)?.len()).collect()
     } else {
         config.devices.clone()
     };
     if ordinals.is_empty() {
-        return Err(Error::Device("no CUDA device".into()));
+        return Err(backend_err(GpuError::NoDevice("no CUDA device".into())));
     }
     let mut workers: Vec<Arc<dyn PartitionProver>> = Vec::new();
-    let mut first = None;
     let mut names = Vec::new();
     for &d in &ordinals {
-        let gpu = Gpu::open(d).map_err(dev)?;
-        let pool = VramPool::new(&gpu, &config.vram).map_err(dev)?;
+        let gpu = Gpu::open(d).map_err(backend_err)?;
+        let pool = VramPool::new(&gpu, &config.vram).map_err(backend_err)?;
         let memory = pool.memory();
-        let ntt = Arc::new(GpuNtt::with_memory(memory.clone()).map_err(dev)?);
+        let ntt = Arc::new(GpuNtt::with_memory(memory.clone())?);
         let srs = SrsCache::new(memory.clone());
-        let epoch = device_epoch(&gpu).map_err(dev)?;
+        let epoch = device_epoch(&gpu).map_err(backend_err)?;
         for w in 0..config.workers_per_device.max(1) {
             let p = GpuProver::new(d, w, ntt.clone(), srs.clone(), epoch.clone(), config)?;
             workers.push(Arc::new(p));
         }
         names.push(format!("{d}: {}, {:.1} GB reserved", gpu.info().name, pool.budget() as f64 / 1e9));
-        if first.is_none() {
-            first = Some((ntt, GpuMsm::with_memory(memory, config.msm.clone()).map_err(dev)?));
-        }
     }
-    let (ntt, msm) = first.expect("at least one device");
     log::info!(
         "porep-c2: proving on {} GPU(s) [{}], {} worker(s) each, parameters {}",
         ordinals.len(),
@@ -108,7 +103,12 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         config.workers_per_device.max(1),
         if config.resident_params { "resident when they fit" } else { "streamed" }
     );
-    Ok(Backend { ntt, msm: Arc::new(msm), workers, gates: Default::default() })
+    Ok(Backend::Workers(Workers::new(workers)))
+}
+
+/// A device error while the backend starts.
+fn backend_err(e: impl Into<GpuError>) -> Error {
+    Error::gpu("backend", e)
 }
 
 /// An event recorded (and completed) once per device: the time origin of
@@ -172,12 +172,12 @@ impl GpuProver {
         let gpu = memory.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig { stage_timing: true, ..config.msm.clone() };
-        let msm = GpuMsm::with_memory(memory.clone(), msm_config).map_err(dev)?;
+        let msm = GpuMsm::with_memory(memory.clone(), msm_config)?;
         let stream = gpu.stream().map_err(dev)?;
         let stager = Mutex::new(Stager::new(&gpu, STAGING_SCALARS).map_err(dev)?);
         let marks = [(); 5].map(|_| gpu.event());
         let marks = marks.into_iter().collect::<Result<Vec<_>, _>>().map_err(dev)?;
-        let marks: [Event; 5] = marks.try_into().map_err(|_| dev("five events"))?;
+        let marks: [Event; 5] = marks.try_into().map_err(|_| dev(GpuError::Invalid("five events".into())))?;
         Ok(Self {
             device,
             worker,
@@ -219,23 +219,6 @@ impl GpuProver {
     fn msm_ms(&self) -> f32 {
         self.msm.last_stage_times().iter().map(|(_, t)| t).sum()
     }
-
-    /// One MSM over resident bases from `first` on, or over host bases.
-    fn run_msm<C: GpuCurve>(
-        &self,
-        bases: Bases<'_, C::Affine>,
-        first: usize,
-        scalars: DeviceScalars<'_>,
-        mask: Option<&DeviceDensity>,
-        ms: &mut f32,
-    ) -> Result<C::Projective, Error> {
-        let p = match bases {
-            Bases::Device(b) => self.msm.msm_device_from::<C>(b, first, scalars, mask)?,
-            Bases::Host(h) => self.msm.msm_host_bases::<C>(h.get(first..).unwrap_or(&[]), scalars, mask)?,
-        };
-        *ms += self.msm_ms();
-        Ok(p)
-    }
 }
 
 /// On an early return (an error) from a partition's kernel sequence, waits
@@ -265,9 +248,96 @@ enum Bases<'a, A> {
     Host(&'a [A]),
 }
 
+/// The MSMs of one partition on a GPU worker: scalars, H and masks on the
+/// device, bases resident ([`ResidentSrs`]) or on the host (streamed).
+struct DeviceMsms<'a> {
+    /// Declared before `h`, so on an error path it waits for the device
+    /// before `h` goes back to the pool (fields drop in order).
+    settle: SettleOnError<'a>,
+    prover: &'a GpuProver,
+    params: &'a Parameters<Bls12>,
+    srs: Option<&'a ResidentSrs>,
+    /// H's coefficients; `None` once the H MSM is done.
+    h: Option<DeviceBuffer<Scalar>>,
+    /// m - 1: the H MSM's length.
+    h_len: usize,
+    inputs: DeviceScalars<'a>,
+    aux: DeviceScalars<'a>,
+    masks: [&'a DeviceDensity; 3],
+    /// Kernel time per query, into the partition's [`GpuTimes`].
+    times: &'a mut GpuTimes,
+}
+
+impl<'a> DeviceMsms<'a> {
+    fn scalars(&self, s: Scalars) -> Result<DeviceScalars<'_>, Error> {
+        Ok(match s {
+            Scalars::H => {
+                let h = self.h.as_ref().ok_or_else(|| dev(GpuError::Invalid("H was released".into())))?;
+                DeviceScalars::montgomery(h).prefix(self.h_len)
+            }
+            Scalars::Inputs => self.inputs,
+            Scalars::Aux => self.aux,
+        })
+    }
+
+    fn mask(&self, m: Mask) -> Option<&DeviceDensity> {
+        match m {
+            Mask::All => None,
+            Mask::AAux => Some(self.masks[0]),
+            Mask::BInputs => Some(self.masks[1]),
+            Mask::BAux => Some(self.masks[2]),
+        }
+    }
+
+    /// One MSM over resident bases from `step.first_base` on, or over the
+    /// host's (streamed); its kernel time is added to `ms`.
+    fn run<C: GpuCurve>(&mut self, bases: Bases<'_, C::Affine>, step: MsmStep) -> Result<(C::Projective, f32), Error> {
+        let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
+        let msm = &self.prover.msm;
+        let p = match bases {
+            Bases::Device(b) => msm.msm_device_from::<C>(b, step.first_base, scalars, mask)?,
+            Bases::Host(h) => msm.msm_host_bases::<C>(h.get(step.first_base..).unwrap_or(&[]), scalars, mask)?,
+        };
+        Ok((p, self.prover.msm_ms()))
+    }
+}
+
 /// The resident copy when there is one, else the host vector.
 fn bases<'a, A>(device: Option<&'a DeviceBuffer<A>>, host: &'a [A]) -> Bases<'a, A> {
     device.map_or(Bases::Host(host), Bases::Device)
+}
+
+impl PartitionMsms for DeviceMsms<'_> {
+    fn g1(&mut self, query: G1Query, step: MsmStep) -> Result<G1Projective, Error> {
+        let (p, srs) = (self.params, self.srs);
+        let b = match query {
+            G1Query::H => bases(srs.map(|x| &x.h), &p.h),
+            G1Query::L => bases(srs.map(|x| &x.l), &p.l),
+            G1Query::A => bases(srs.map(|x| &x.a), &p.a),
+            G1Query::BG1 => bases(srs.map(|x| &x.b_g1), &p.b_g1),
+        };
+        let (sum, ms) = self.run::<G1>(b, step)?;
+        let t = &mut *self.times;
+        *match query {
+            G1Query::H => &mut t.msm_h_ms,
+            G1Query::L => &mut t.msm_l_ms,
+            G1Query::A => &mut t.msm_a_ms,
+            G1Query::BG1 => &mut t.msm_b_g1_ms,
+        } += ms;
+        Ok(sum)
+    }
+
+    fn g2(&mut self, step: MsmStep) -> Result<G2Projective, Error> {
+        let b = bases(self.srs.map(|x| &x.b_g2), &self.params.b_g2);
+        let (sum, ms) = self.run::<G2>(b, step)?;
+        self.times.msm_b_g2_ms += ms;
+        Ok(sum)
+    }
+
+    fn release_h(&mut self) {
+        // Back to the pool: the H MSM's kernels have finished (msm_* waits).
+        self.h = None;
+    }
 }
 
 impl PartitionProver for GpuProver {
@@ -279,17 +349,13 @@ impl PartitionProver for GpuProver {
         Ok(self.resident_params(params, params_key)?.is_some())
     }
 
-    fn prove(
-        &self,
-        s: Synthesized,
-        host: Option<HostPermit>,
-        params: &Parameters<Bls12>,
-        params_key: &str,
-        r: Scalar,
-        s_blind: Scalar,
-    ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+    fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+        let PartitionJob { synthesized: s, host, params, params_key, r, s: s_blind, .. } = job;
         check_parameters(&s, params)?;
-        let mut stager = self.stager.lock().map_err(|_| dev("GPU worker poisoned by a panic"))?;
+        let mut stager = self
+            .stager
+            .lock()
+            .map_err(|_| Error::Worker { worker: self.name(), message: "poisoned by an earlier panic".into() })?;
         let mut t = ProveTimings::default();
         let mut g = GpuTimes { device: self.device, worker: self.worker, ..Default::default() };
         let Synthesized {
@@ -362,40 +428,30 @@ impl PartitionProver for GpuProver {
         let b_in_mask = self.msm.upload_density(&b_input_density)?;
         let b_aux_mask = self.msm.upload_density(&b_aux_density)?;
         let mut settle_masks = SettleOnError { gpu: &self.gpu, armed: true };
-        let (aux_s, in_s) = (DeviceScalars::montgomery(&d_aux), DeviceScalars::montgomery(&d_in));
-        let srs = srs.as_deref();
 
         // The MSMs run back to back on the MSM's stream, each waited for by
         // the host; marks on this (idle) stream bracket the phase.
         m3.record(st).map_err(e)?;
-        let h_bases = bases(srs.map(|x| &x.h), &params.h);
-        let h_acc = timed(&mut t.msm_h, || {
-            self.run_msm::<G1>(h_bases, 0, DeviceScalars::montgomery(&d_h).prefix(m - 1), None, &mut g.msm_h_ms)
-        })?;
-        drop(d_h);
-        let l_bases = bases(srs.map(|x| &x.l), &params.l);
-        let l_acc = timed(&mut t.msm_l, || self.run_msm::<G1>(l_bases, 0, aux_s, None, &mut g.msm_l_ms))?;
-        let a_bases = bases(srs.map(|x| &x.a), &params.a);
-        let a_acc = timed(&mut t.msm_a, || -> Result<_, Error> {
-            let inputs_part = self.run_msm::<G1>(a_bases, 0, in_s, None, &mut g.msm_a_ms)?;
-            Ok(inputs_part + self.run_msm::<G1>(a_bases, n_in, aux_s, Some(&a_mask), &mut g.msm_a_ms)?)
-        })?;
-        let b1_bases = bases(srs.map(|x| &x.b_g1), &params.b_g1);
-        let b1_acc = timed(&mut t.msm_b_g1, || -> Result<_, Error> {
-            let inputs_part = self.run_msm::<G1>(b1_bases, 0, in_s, Some(&b_in_mask), &mut g.msm_b_g1_ms)?;
-            Ok(inputs_part + self.run_msm::<G1>(b1_bases, b_in, aux_s, Some(&b_aux_mask), &mut g.msm_b_g1_ms)?)
-        })?;
-        let b2_bases = bases(srs.map(|x| &x.b_g2), &params.b_g2);
-        let b2_acc = timed(&mut t.msm_b_g2, || -> Result<_, Error> {
-            let inputs_part = self.run_msm::<G2>(b2_bases, 0, in_s, Some(&b_in_mask), &mut g.msm_b_g2_ms)?;
-            Ok(inputs_part + self.run_msm::<G2>(b2_bases, b_in, aux_s, Some(&b_aux_mask), &mut g.msm_b_g2_ms)?)
-        })?;
-
+        let mut msms = DeviceMsms {
+            settle: SettleOnError { gpu: &self.gpu, armed: true },
+            prover: self,
+            params,
+            srs: srs.as_deref(),
+            h: Some(d_h),
+            h_len: m - 1,
+            inputs: DeviceScalars::montgomery(&d_in),
+            aux: DeviceScalars::montgomery(&d_aux),
+            masks: [&a_mask, &b_in_mask, &b_aux_mask],
+            times: &mut g,
+        };
+        let sums = run_msms(&mut msms, n_in, b_in, &mut t)?;
+        // Every MSM was waited for: H (if still held) can go back now.
+        msms.settle.armed = false;
+        drop(msms);
         m4.record(st).map_err(e)?;
         m4.synchronize().map_err(e)?;
         g.spans_ms.push((m3.elapsed_ms(&self.epoch).map_err(e)?, m4.elapsed_ms(&self.epoch).map_err(e)?));
         (settle.armed, settle_masks.armed) = (false, false);
-        let sums = Sums { h: h_acc, l: l_acc, a: a_acc, b_g1: b1_acc, b_g2: b2_acc };
         let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
         t.gpu = Some(g);
         Ok((proof, t))

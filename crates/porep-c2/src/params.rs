@@ -17,7 +17,7 @@ use bellperson::groth16::{Parameters, VerifyingKey};
 use blstrs::{Bls12, G1Affine, G2Affine};
 use group::prime::PrimeCurveAffine;
 use rayon::prelude::*;
-use storage_proofs_core::parameter_cache::{GROTH_PARAMETER_EXT, VERSION, VERIFYING_KEY_EXT};
+use storage_proofs_core::parameter_cache::{GROTH_PARAMETER_EXT, VERIFYING_KEY_EXT, VERSION};
 
 /// filecoin-proofs' default parameter folder (used when
 /// `FIL_PROOFS_PARAMETER_CACHE` is not set).
@@ -155,15 +155,10 @@ pub fn read_parameters(path: &Path) -> Result<Parameters<Bls12>, ParamsError> {
     // The verifying key is small: read it with bellperson's own reader.
     let mut reader = BufReader::new(&file);
     let vk = VerifyingKey::<Bls12>::read(&mut reader).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => ParamsError::Truncated {
-            path: path.into(),
-            section: "vk",
-            needed: 0,
-            actual: file_len,
-        },
-        std::io::ErrorKind::InvalidData => {
-            ParamsError::InvalidPoint { path: path.into(), section: "vk", index: 0 }
+        std::io::ErrorKind::UnexpectedEof => {
+            ParamsError::Truncated { path: path.into(), section: "vk", needed: 0, actual: file_len }
         }
+        std::io::ErrorKind::InvalidData => ParamsError::InvalidPoint { path: path.into(), section: "vk", index: 0 },
         _ => ParamsError::Io { path: path.into(), source: e },
     })?;
     drop(reader);
@@ -184,17 +179,9 @@ pub fn read_parameters(path: &Path) -> Result<Parameters<Bls12>, ParamsError> {
     let b_g2 = read_section(&file, path, file_len, "b_g2", &mut offset, G2_LEN, |b| {
         let mut repr = [0u8; 192];
         repr.copy_from_slice(b);
-        Option::<G2Affine>::from(G2Affine::from_uncompressed_unchecked(&repr))
-            .filter(|p| !bool::from(p.is_identity()))
+        Option::<G2Affine>::from(G2Affine::from_uncompressed_unchecked(&repr)).filter(|p| !bool::from(p.is_identity()))
     })?;
-    Ok(Parameters {
-        vk,
-        h: Arc::new(h),
-        l: Arc::new(l),
-        a: Arc::new(a),
-        b_g1: Arc::new(b_g1),
-        b_g2: Arc::new(b_g2),
-    })
+    Ok(Parameters { vk, h: Arc::new(h), l: Arc::new(l), a: Arc::new(a), b_g1: Arc::new(b_g1), b_g2: Arc::new(b_g2) })
 }
 
 /// Reads one length-prefixed section of points starting at `*offset`,
@@ -231,11 +218,7 @@ fn read_section<T: Send>(
             buf.chunks_exact(point_len as usize)
                 .enumerate()
                 .map(|(i, b)| {
-                    decode(b).ok_or(ParamsError::InvalidPoint {
-                        path: path.into(),
-                        section,
-                        index: first + i as u64,
-                    })
+                    decode(b).ok_or(ParamsError::InvalidPoint { path: path.into(), section, index: first + i as u64 })
                 })
                 .collect()
         })
@@ -284,9 +267,14 @@ pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey<Bls12>, ParamsErro
     })?;
     let mut bytes = Vec::new();
     f.read_to_end(&mut bytes).map_err(io_err(path))?;
-    VerifyingKey::read(&bytes[..]).map_err(|_| ParamsError::InvalidPoint {
-        path: path.into(),
-        section: "vk",
-        index: 0,
-    })
+    VerifyingKey::read(&bytes[..]).map_err(|_| ParamsError::InvalidPoint { path: path.into(), section: "vk", index: 0 })
+}
+
+/// Names a parameter set for device caches: the file's cache identifier
+/// (`parameter_id`) and the start of its verifying key's delta (random per
+/// setup, so two setups under one name never share a cache entry).
+pub fn params_key(parameter_id: &str, params: &Parameters<Bls12>) -> String {
+    let delta = params.vk.delta_g1.to_compressed();
+    let hex: String = delta[..12].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{parameter_id}#{hex}")
 }

@@ -1,106 +1,26 @@
 //! The C2 flow: C1 output -> instance -> pipelined synthesis and proving ->
 //! verification -> bytes.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof};
 use blstrs::{Bls12, Scalar};
-use c2_sched::{AdmissionError, HostPermit, Pipeline, PipelineConfig, SchedError};
+use c2_sched::{HostPermit, Pipeline, SchedError};
 use c2_synth::{instance_from_c1, PorepInstance};
 use ff::Field;
+use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
+use filecoin_proofs_api::{ProverId, SectorId};
 use rand::SeedableRng;
 use rand_core::{OsRng, RngCore};
 
-use crate::groth16::{prove_synthesized, Backend, ProveTimings};
-use crate::{
-    Error, ProverConfig, ProverId, Randomness, SealCommitPhase1Output, SealCommitPhase2Output,
-    SectorId, SINGLE_PARTITION_PROOF_LEN,
-};
+use crate::backend::{Backend, PartitionJob};
+use crate::config::{ProverConfig, Randomness};
+use crate::error::Error;
+use crate::params::params_key;
+use crate::report::{PartitionReport, ProofReport};
 
-/// What one partition cost.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct PartitionReport {
-    /// Partition index.
-    pub partition: usize,
-    /// Constraints (input constraints included).
-    pub constraints: usize,
-    /// Aux variables.
-    pub aux: usize,
-    /// Synthesis wall time.
-    pub synthesis: Duration,
-    /// Time the synthesized partition waited for the prover.
-    pub queue_wait: Duration,
-    /// Proving wall time (NTT + MSMs + assembly).
-    pub prove: Duration,
-    /// The proving time by step (of the run that produced the proof).
-    pub steps: ProveTimings,
-    /// When the primary backend failed and the partition was synthesized
-    /// again and proved on `ProverConfig::retry_backend`: the failure.
-    pub retried_after: Option<String>,
-}
-
-impl PartitionReport {
-    /// One partition's timeline on one line: host stages, then (GPU workers)
-    /// the CUDA-event times.
-    pub fn timeline(&self) -> String {
-        let p = self;
-        let mut line = format!(
-            "partition {:>2}: synth {:.2} s, queue {:.2} s, prove {:.2} s (ntt {:.2}, msm H {:.2} L {:.2} A {:.2} B1 {:.2} B2 {:.2}, assemble {:.3})",
-            p.partition,
-            p.synthesis.as_secs_f64(),
-            p.queue_wait.as_secs_f64(),
-            p.prove.as_secs_f64(),
-            p.steps.ntt.as_secs_f64(),
-            p.steps.msm_h.as_secs_f64(),
-            p.steps.msm_l.as_secs_f64(),
-            p.steps.msm_a.as_secs_f64(),
-            p.steps.msm_b_g1.as_secs_f64(),
-            p.steps.msm_b_g2.as_secs_f64(),
-            p.steps.assemble.as_secs_f64()
-        );
-        if let Some(g) = &p.steps.gpu {
-            line += &format!(
-                " | cuda:{}/{}: staging {:.0} ms, parameters {:.0} ms | events ms: upload {:.1} ntt {:.1} H {:.1} L {:.1} A {:.1} B1 {:.1} B2 {:.1} = kernels {:.1}{}",
-                g.device,
-                g.worker,
-                g.stage.as_secs_f64() * 1e3,
-                g.params.as_secs_f64() * 1e3,
-                g.upload_ms,
-                g.ntt_ms,
-                g.msm_h_ms,
-                g.msm_l_ms,
-                g.msm_a_ms,
-                g.msm_b_g1_ms,
-                g.msm_b_g2_ms,
-                g.kernel_ms(),
-                if g.params_resident { "" } else { " (parameters streamed)" }
-            );
-        }
-        if let Some(why) = &p.retried_after {
-            line += &format!(" | retried after: {why}");
-        }
-        line
-    }
-}
-
-/// What a whole proof cost.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct ProofReport {
-    /// Backend description.
-    pub backend: String,
-    /// Reading the parameters.
-    pub load_params: Duration,
-    /// Verifying the C1 vanilla proofs.
-    pub check_vanilla: Duration,
-    /// Synthesis and proving of all partitions (pipelined).
-    pub pipeline: Duration,
-    /// Verifying the Groth16 proofs.
-    pub verify: Duration,
-    /// Everything.
-    pub total: Duration,
-    /// Per partition.
-    pub partitions: Vec<PartitionReport>,
-}
+/// Size of one partition's proof: A (G1, 48) || B (G2, 96) || C (G1, 48).
+pub const SINGLE_PARTITION_PROOF_LEN: usize = 192;
 
 /// Draws `(r, s)` per partition the way bellperson's
 /// `create_random_proof_batch` does: all `r` first, then all `s`. With the
@@ -116,9 +36,7 @@ fn draw_blinding(rng: &mut dyn RngCore, partitions: usize) -> Vec<(Scalar, Scala
 pub fn blinding_pairs(randomness: &Randomness, partitions: usize) -> Result<Vec<(Scalar, Scalar)>, Error> {
     match randomness {
         Randomness::Os => Ok(draw_blinding(&mut OsRng, partitions)),
-        Randomness::Seed(seed) => {
-            Ok(draw_blinding(&mut rand_chacha::ChaCha20Rng::from_seed(*seed), partitions))
-        }
+        Randomness::Seed(seed) => Ok(draw_blinding(&mut rand_chacha::ChaCha20Rng::from_seed(*seed), partitions)),
         Randomness::Explicit(pairs) if pairs.len() == partitions => Ok(pairs.clone()),
         Randomness::Explicit(pairs) => Err(Error::Randomness { given: pairs.len(), partitions }),
     }
@@ -207,17 +125,27 @@ pub fn prove_instance(
         report.check_vanilla = t.elapsed();
     }
 
-    let backend = &config.backend;
     let key = params_key(instance.parameter_id(), params);
-    // One consumer per worker (GPU workers), or one for the staged stages.
-    let consumers: Vec<_> = (0..backend.workers.len().max(1))
+    let pipeline = &config.pipeline;
+    // One consumer per worker (GPU workers), or one for host-level stages.
+    let consumers: Vec<_> = (0..config.backend.consumers())
         .map(|w| {
             let key = key.as_str();
-            move |k: usize, s: c2_synth::Synthesized, host: Option<HostPermit>| -> Result<_, Error> {
+            move |k: usize, s: c2_core::Synthesized, host: Option<HostPermit>| -> Result<_, Error> {
                 let shape = (s.num_constraints(), s.num_aux());
                 let (r, s_blind) = blinding[k];
+                let job = |synthesized, host| PartitionJob {
+                    partition: k,
+                    synthesized,
+                    host,
+                    params,
+                    params_key: key,
+                    r,
+                    s: s_blind,
+                };
+                let prove = |backend: &Backend, job| backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref());
                 let done = || config.progress.as_ref().map(|p| p.partition_done(k));
-                match prove_on(backend, w, s, host, params, key, r, s_blind, &config.pipeline) {
+                match prove(&config.backend, job(s, host)) {
                     Ok((proof, steps)) => {
                         done();
                         Ok((proof, shape, steps, None))
@@ -230,7 +158,7 @@ pub fn prove_instance(
                         // (Its memory is outside the budget: the failed run
                         // returned the permit. Retries are rare.)
                         let again = instance.synthesize_partition(k)?;
-                        let (proof, steps) = prove_on(retry, w, again, None, params, key, r, s_blind, &config.pipeline)?;
+                        let (proof, steps) = prove(retry, job(again, None))?;
                         done();
                         Ok((proof, shape, steps, Some(e.to_string())))
                     }
@@ -241,7 +169,12 @@ pub fn prove_instance(
         .collect();
     let item_bytes = config.pipeline.item_bytes;
     let out = Pipeline::new(config.pipeline.clone())
-        .run_with_permits(partitions, |_| item_bytes, |k| instance.synthesize_partition(k).map_err(Error::from), consumers)
+        .run_with_permits(
+            partitions,
+            |_| item_bytes,
+            |k| instance.synthesize_partition(k).map_err(Error::from),
+            consumers,
+        )
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
             SchedError::Cancelled => Error::Cancelled,
@@ -279,44 +212,6 @@ pub fn prove_instance(
     }
     report.total = start.elapsed();
     Ok((bytes, report))
-}
-
-/// Proves on `backend`: its worker `w` (modulo the workers it has), or its
-/// host-level stages when it has none.
-#[allow(clippy::too_many_arguments)]
-fn prove_on(
-    backend: &Backend,
-    w: usize,
-    s: c2_synth::Synthesized,
-    host: Option<HostPermit>,
-    params: &Parameters<Bls12>,
-    key: &str,
-    r: Scalar,
-    s_blind: Scalar,
-    pipeline: &PipelineConfig,
-) -> Result<(Proof<Bls12>, ProveTimings), Error> {
-    match backend.workers.len() {
-        // The host-level stages hold the vectors to the end: so does `host`.
-        0 => prove_synthesized(s, params, r, s_blind, backend),
-        n => {
-            // Proofs sharing the backend take turns at the worker by priority.
-            let gate = backend.gates.gate(w % n);
-            let _turn = gate.enter(pipeline.priority, pipeline.cancel.as_ref()).map_err(|e| match e {
-                AdmissionError::Cancelled => Error::Cancelled,
-                other => Error::Pipeline(other.to_string()),
-            })?;
-            backend.workers[w % n].prove(s, host, params, key, r, s_blind)
-        }
-    }
-}
-
-/// Names a parameter set for device caches: the file's cache identifier
-/// and the start of its verifying key's delta (random per setup, so two
-/// setups under one name never share a cache entry).
-pub(crate) fn params_key(parameter_id: &str, params: &Parameters<Bls12>) -> String {
-    let delta = params.vk.delta_g1.to_compressed();
-    let hex: String = delta[..12].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{parameter_id}#{hex}")
 }
 
 /// Verifies each partition's proof against its public inputs with the

@@ -110,10 +110,9 @@ impl Density {
             return;
         }
         let mut bits = other.iter();
-        if is_input
-            && bits.next() == Some(true) {
-                self.set(0);
-            }
+        if is_input && bits.next() == Some(true) {
+            self.set(0);
+        }
         for b in bits {
             self.push(b);
         }

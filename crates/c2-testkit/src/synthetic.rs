@@ -16,8 +16,8 @@
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
+use c2_core::Density;
 pub use c2_shapes::{mix64, random_parameters, random_points, ShapedCircuit, SyntheticShape, ValueClass};
-use c2_msm::Density;
 use c2_synth::{PorepInstance, SynthError, Synthesized};
 use ff::Field;
 use rand::SeedableRng;
@@ -77,10 +77,7 @@ fn random_scalars(n: usize, seed: u64) -> Vec<Scalar> {
 /// The parameter id of a timing-only instance: says what it is, so no report
 /// can pass it off as a real sector.
 fn timing_only_id(shape: &SyntheticShape, kind: &str) -> String {
-    format!(
-        "{kind}-timing-only-{}c-{}aux (random parameters: proofs do not verify)",
-        shape.constraints, shape.aux
-    )
+    format!("{kind}-timing-only-{}c-{}aux (random parameters: proofs do not verify)", shape.constraints, shape.aux)
 }
 
 /// `partitions` synthetic partitions of one shape (same densities, different
@@ -159,7 +156,8 @@ impl PorepInstance for SyntheticPorep {
             return Err(SynthError::NoSuchPartition { k, count: self.partitions });
         }
         let Values::Drawn { a_aux, b_input, b_aux } = &self.values else {
-            return c2_synth::synthesize(self.circuit(k)).map_err(|source| SynthError::Synthesis { partition: k, source });
+            return c2_synth::synthesize(self.circuit(k))
+                .map_err(|source| SynthError::Synthesis { partition: k, source });
         };
         let s = &self.shape;
         let seed = mix64(k as u64 + 1);
@@ -211,7 +209,7 @@ mod tests {
         assert!((pct(p.b_aux_density.count_ones()) - 25.4).abs() < 2.0);
         // Parameters fit the circuit (the prover's own check), and partitions differ.
         let params = inst.parameters(1);
-        crate::check_parameters(&p, &params).unwrap();
+        porep_c2::check_parameters(&p, &params).unwrap();
         assert_ne!(inst.synthesize_partition(0).unwrap().aux_assignment, p.aux_assignment);
         assert!(matches!(inst.synthesize_partition(2), Err(SynthError::NoSuchPartition { .. })));
     }
@@ -229,7 +227,7 @@ mod tests {
         assert_eq!(p.b_input_density, synthetic.b_input_density);
         let full = p.aux_assignment.iter().filter(|&&x| x != Scalar::ZERO && x != Scalar::ONE).count();
         assert!((100.0 * full as f64 / shape.aux as f64 - 4.0).abs() < 1.5, "{full}");
-        crate::check_parameters(&p, &random_parameters(&shape, 1)).unwrap();
+        porep_c2::check_parameters(&p, &random_parameters(&shape, 1)).unwrap();
         assert!(matches!(inst.synthesize_partition(1), Err(SynthError::NoSuchPartition { .. })));
     }
 }

@@ -1,4 +1,5 @@
-//! Command-line helpers shared by the examples (`prove`, `c2-bench`).
+//! Command-line helpers shared by the examples (`prove`, `c2-bench`,
+//! `witness-mix`).
 
 /// A 32-byte value from 64 hex digits (optionally `0x`-prefixed), e.g. a
 /// prover id.

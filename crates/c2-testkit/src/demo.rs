@@ -16,16 +16,14 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_hashers::{poseidon::PoseidonHasher, Hasher};
 use filecoin_proofs::{DefaultPieceHasher, PaddedBytesAmount, UnpaddedBytesAmount};
-use filecoin_proofs_api::seal::{
-    add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2,
-};
+use filecoin_proofs_api::seal::{add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2};
 use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use generic_array::typenum::{U0, U8};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use storage_proofs_core::{
-    api_version::ApiVersion, compound_proof, compound_proof::CompoundProof, drgraph::BASE_DEGREE,
-    merkle::DiskTree, proof::ProofScheme, test_helper::setup_replica,
+    api_version::ApiVersion, compound_proof, compound_proof::CompoundProof, drgraph::BASE_DEGREE, merkle::DiskTree,
+    proof::ProofScheme, test_helper::setup_replica,
 };
 use storage_proofs_porep::stacked::{
     self, Challenges, PrivateInputs, StackedCompound, StackedDrg, TemporaryAuxCache, EXP_DEGREE,
@@ -33,7 +31,7 @@ use storage_proofs_porep::stacked::{
 
 use c2_synth::{PorepInstance, StackedInstance};
 
-use crate::{params_path, read_parameters, verifying_key_path, write_parameters, Error, SealCommitPhase1Output};
+use porep_c2::{params_path, read_parameters, verifying_key_path, write_parameters, Error, SealCommitPhase1Output};
 
 /// The Merkle tree shape of the tiny sector (that of 2 KiB sectors).
 pub type TinyTree = DiskTree<PoseidonHasher, U8, U0, U0>;
@@ -77,8 +75,7 @@ fn demo_err(e: impl std::fmt::Display) -> DemoError {
 /// proof types (which would need ~14 minutes of parameter generation).
 pub fn tiny_instance(config: &TinyConfig) -> Result<StackedInstance<TinyTree>, DemoError> {
     let parts = tiny_parts(config)?;
-    StackedInstance::new(parts.vanilla_params, parts.public_inputs, parts.vanilla_proofs)
-        .map_err(demo_err)
+    StackedInstance::new(parts.vanilla_params, parts.public_inputs, parts.vanilla_proofs).map_err(demo_err)
 }
 
 /// The pieces of a tiny instance, for callers that want to alter one (tests
@@ -87,10 +84,8 @@ pub struct TinyParts {
     /// StackedDrg public parameters.
     pub vanilla_params: stacked::PublicParams<TinyTree>,
     /// Replica id, commitments and challenge seed.
-    pub public_inputs: stacked::PublicInputs<
-        <PoseidonHasher as Hasher>::Domain,
-        <DefaultPieceHasher as Hasher>::Domain,
-    >,
+    pub public_inputs:
+        stacked::PublicInputs<<PoseidonHasher as Hasher>::Domain, <DefaultPieceHasher as Hasher>::Domain>,
     /// Vanilla proofs per partition.
     pub vanilla_proofs: Vec<Vec<stacked::Proof<TinyTree, DefaultPieceHasher>>>,
 }
@@ -131,18 +126,13 @@ pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
 
     let dir = tempfile::tempdir().map_err(demo_err)?;
     let replica_path = dir.path().join("replica");
-    let data: Vec<u8> = (0..config.nodes)
-        .flat_map(|_| Scalar::random(&mut rng).to_bytes_le())
-        .collect();
+    let data: Vec<u8> = (0..config.nodes).flat_map(|_| Scalar::random(&mut rng).to_bytes_le()).collect();
     let mut mmapped = setup_replica(&data, &replica_path);
     let replica_id = <PoseidonHasher as Hasher>::Domain::from(Scalar::random(&mut rng));
 
-    let (labels, _) = StackedDrg::<TinyTree, DefaultPieceHasher>::replicate_phase1(
-        &pp.vanilla_params,
-        &replica_id,
-        dir.path(),
-    )
-    .map_err(demo_err)?;
+    let (labels, _) =
+        StackedDrg::<TinyTree, DefaultPieceHasher>::replicate_phase1(&pp.vanilla_params, &replica_id, dir.path())
+            .map_err(demo_err)?;
     let (tau, (p_aux, t_aux)) = StackedDrg::<TinyTree, DefaultPieceHasher>::replicate_phase2(
         &pp.vanilla_params,
         labels,
@@ -153,14 +143,9 @@ pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
     )
     .map_err(demo_err)?;
 
-    let public_inputs = stacked::PublicInputs {
-        replica_id,
-        seed: Some(rng.gen()),
-        tau: Some(tau),
-        k: None,
-    };
-    let t_aux = TemporaryAuxCache::<TinyTree, DefaultPieceHasher>::new(&t_aux, replica_path, false)
-        .map_err(demo_err)?;
+    let public_inputs = stacked::PublicInputs { replica_id, seed: Some(rng.gen()), tau: Some(tau), k: None };
+    let t_aux =
+        TemporaryAuxCache::<TinyTree, DefaultPieceHasher>::new(&t_aux, replica_path, false).map_err(demo_err)?;
     let private_inputs = PrivateInputs::<TinyTree, DefaultPieceHasher> { p_aux, t_aux };
     let vanilla = StackedDrg::<TinyTree, DefaultPieceHasher>::prove_all_partitions(
         &pp.vanilla_params,
@@ -239,15 +224,9 @@ pub fn seal_registered(
     let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
     let mut data = vec![0u8; u64::from(unpadded) as usize];
     rng.fill(&mut data[..]);
-    let mut staged_file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&staged)
-        .map_err(demo_err)?;
-    let (piece, _) =
-        add_piece(registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
+    let mut staged_file =
+        OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged).map_err(demo_err)?;
+    let (piece, _) = add_piece(registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
     staged_file.flush().map_err(demo_err)?;
     File::create(&sealed).map_err(demo_err)?;
 
@@ -257,17 +236,8 @@ pub fn seal_registered(
     let mut seed_bytes: [u8; 32] = rng.gen();
     seed_bytes[31] &= 0x3f;
     let pieces = [piece];
-    let pc1 = seal_pre_commit_phase1(
-        registered_proof,
-        &cache,
-        &staged,
-        &sealed,
-        prover_id,
-        sector_id,
-        ticket,
-        &pieces,
-    )
-    .map_err(demo_err)?;
+    let pc1 = seal_pre_commit_phase1(registered_proof, &cache, &staged, &sealed, prover_id, sector_id, ticket, &pieces)
+        .map_err(demo_err)?;
     let pc2 = seal_pre_commit_phase2(pc1, &cache, &sealed).map_err(demo_err)?;
     let c1 = seal_commit_phase1(&cache, &sealed, prover_id, sector_id, ticket, seed_bytes, pc2, &pieces)
         .map_err(demo_err)?;

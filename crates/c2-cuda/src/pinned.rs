@@ -1,0 +1,123 @@
+//! Page-locked host memory (feature `cuda`): copies from and to it run at
+//! full PCIe speed and asynchronously.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cuda_driver_sys as sys;
+
+use crate::device::{check, Gpu};
+use crate::{DeviceCopy, GpuError};
+
+/// A host slice page-locked with `cuMemHostRegister` for the lifetime of
+/// this guard, so copies from and to it run at full PCIe speed and
+/// asynchronously (pageable copies ran at 6 GB/s against 55 GB/s pinned on
+/// the H200). Derefs to the slice.
+pub struct PinnedRange<'a, T> {
+    slice: &'a mut [T],
+    gpu: Arc<Gpu>,
+}
+
+impl<'a, T: DeviceCopy> PinnedRange<'a, T> {
+    /// Pins `slice` (empty slices are a no-op).
+    pub fn new(gpu: &Arc<Gpu>, slice: &'a mut [T]) -> Result<Self, GpuError> {
+        if !slice.is_empty() {
+            gpu.bind()?;
+            // SAFETY: a live host allocation of that size; flags 0 = default.
+            check("cuMemHostRegister", unsafe {
+                sys::cuMemHostRegister_v2(slice.as_mut_ptr().cast(), std::mem::size_of_val(slice), 0)
+            })?;
+        }
+        Ok(Self { slice, gpu: gpu.clone() })
+    }
+}
+
+impl<T> std::ops::Deref for PinnedRange<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        self.slice
+    }
+}
+
+impl<T> std::ops::DerefMut for PinnedRange<'_, T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        self.slice
+    }
+}
+
+impl<T> Drop for PinnedRange<'_, T> {
+    fn drop(&mut self) {
+        if !self.slice.is_empty() {
+            let _ = self.gpu.bind();
+            // SAFETY: registered in new().
+            unsafe {
+                let _ = sys::cuMemHostUnregister(self.slice.as_mut_ptr().cast());
+            }
+        }
+    }
+}
+
+/// Page-locked host memory from `cuMemAllocHost`: the staging area for
+/// chunked copies (allocated once; pinning a fresh 4 GB vector per call cost
+/// seconds on the H200, far more than the copy itself).
+pub struct PinnedBuffer<T> {
+    ptr: *mut T,
+    len: usize,
+    gpu: Arc<Gpu>,
+}
+
+// SAFETY: plain host memory owned by this value.
+unsafe impl<T: Send> Send for PinnedBuffer<T> {}
+unsafe impl<T: Sync> Sync for PinnedBuffer<T> {}
+
+impl<T: DeviceCopy> PinnedBuffer<T> {
+    /// `len` elements of pinned host memory, all zeros (a valid value of
+    /// every [`DeviceCopy`] type, so the slices below never expose
+    /// uninitialised memory; zeroing a 128 MiB staging slot once costs ~20 ms
+    /// against the seconds of copies it serves).
+    pub fn new(gpu: &Arc<Gpu>, len: usize) -> Result<Self, GpuError> {
+        gpu.bind()?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| GpuError::Invalid(format!("pinned allocation of {len} elements overflows")))?;
+        let mut p: *mut c_void = std::ptr::null_mut();
+        if bytes > 0 {
+            // SAFETY: valid out-pointer.
+            check("cuMemAllocHost", unsafe { sys::cuMemAllocHost_v2(&mut p, bytes) })?;
+            // SAFETY: `p` points to `bytes` writable bytes just allocated.
+            unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
+        }
+        Ok(Self { ptr: p.cast(), len, gpu: gpu.clone() })
+    }
+
+    /// The memory as a slice.
+    pub fn as_slice(&self) -> &[T] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: allocated for len elements and zeroed in new(): every
+        // element is a valid `T` (DeviceCopy).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// The memory as a mutable slice.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        if self.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as above, uniquely borrowed.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T> Drop for PinnedBuffer<T> {
+    fn drop(&mut self) {
+        if !self.ptr.is_null() {
+            let _ = self.gpu.bind();
+            // SAFETY: allocated by cuMemAllocHost.
+            unsafe {
+                let _ = sys::cuMemFreeHost(self.ptr.cast());
+            }
+        }
+    }
+}

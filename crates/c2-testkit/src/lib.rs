@@ -1,0 +1,17 @@
+//! Test and benchmark tooling for porep-c2, kept out of the production
+//! library (unpublished): the examples, the integration tests, the benches
+//! and the device runner use it; no library crate does.
+//!
+//! - [`demo`]: a tiny StackedDrg sector that proves in seconds, the
+//!   registered seal flow (PC1, PC2, C1) for real C1 outputs, and random
+//!   Groth16 parameters written under filecoin-proofs' file names.
+//! - [`synthetic`]: partitions of the 32 GiB circuit's shape with the
+//!   measured witness mix and random parameters, for timing (their proofs
+//!   do not verify). The shapes themselves are in `c2-shapes`, a lighter
+//!   crate that the peer provers' benchmark uses without our prover.
+//! - [`cli`]: the argument helpers the examples share.
+#![deny(missing_docs)]
+
+pub mod cli;
+pub mod demo;
+pub mod synthetic;

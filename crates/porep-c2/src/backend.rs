@@ -1,0 +1,231 @@
+//! Where partitions are proved: host-level stages on the pipeline's one
+//! consumer, or whole-partition workers (two per GPU) with one consumer
+//! each; and the priority gates proofs sharing a worker take turns at.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bellperson::groth16::{Parameters, Proof};
+use blstrs::{Bls12, Scalar};
+use c2_core::Synthesized;
+use c2_msm::Msm;
+use c2_ntt::Ntt;
+use c2_sched::{HostPermit, PriorityGate};
+
+use crate::error::Error;
+use crate::groth16::HostStages;
+use crate::params::params_key;
+use crate::report::ProveTimings;
+
+/// One partition handed to a [`PartitionProver`].
+pub struct PartitionJob<'a> {
+    /// Partition index (for logs and reports).
+    pub partition: usize,
+    /// The synthesized circuit.
+    pub synthesized: Synthesized,
+    /// The partition's share of the host-memory budget (`None` without
+    /// one): drop it once `synthesized`'s vectors are freed (a GPU worker
+    /// does so as soon as they are on the device) so the next partition is
+    /// admitted sooner; dropping it at the end is always correct.
+    pub host: Option<HostPermit>,
+    /// The parameter set.
+    pub params: &'a Parameters<Bls12>,
+    /// Names `params` for caches that outlive a call (a device's resident
+    /// sets): [`params_key`].
+    pub params_key: &'a str,
+    /// Blinding factor `r`.
+    pub r: Scalar,
+    /// Blinding factor `s`.
+    pub s: Scalar,
+}
+
+/// Proves one synthesized partition end to end with its own resources
+/// (e.g. one GPU worker: the whole device-level path, parameters resident).
+/// A [`Backend::Workers`] runs one pipeline consumer per worker.
+pub trait PartitionProver: Send + Sync {
+    /// For logs and reports.
+    fn name(&self) -> String;
+
+    /// The proof of `job.synthesized` with blinding `job.r`, `job.s`.
+    fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error>;
+
+    /// Makes `params` ready for later [`PartitionProver::prove`] calls with
+    /// the same `params_key` (a GPU worker uploads them to its device once,
+    /// off any proof's clock). Returns whether they are resident now;
+    /// workers without a cache answer `false`.
+    fn preload(&self, params: &Parameters<Bls12>, params_key: &str) -> Result<bool, Error> {
+        let _ = (params, params_key);
+        Ok(false)
+    }
+}
+
+/// Whole-partition workers and the turns proofs take at them.
+#[derive(Clone, Default)]
+pub struct Workers {
+    /// The provers (e.g. two per GPU), one pipeline consumer each.
+    pub provers: Vec<Arc<dyn PartitionProver>>,
+    /// Turns at each worker for the proofs sharing them, by
+    /// `PipelineConfig::priority` (shared by clones).
+    pub gates: WorkerGates,
+}
+
+impl Workers {
+    /// `provers` with the default gates.
+    pub fn new(provers: Vec<Arc<dyn PartitionProver>>) -> Self {
+        Self { provers, gates: WorkerGates::default() }
+    }
+}
+
+/// How partitions are proved. `Default` is the CPU's host-level stages.
+#[derive(Clone)]
+pub enum Backend {
+    /// Host-level stages (slices in, results out) on the pipeline's one
+    /// consumer: the CPU oracle, or any [`Ntt`] / [`Msm`] pair.
+    Stages(HostStages),
+    /// Whole-partition workers (the GPU path: two per device).
+    Workers(Workers),
+}
+
+impl Default for Backend {
+    fn default() -> Self {
+        Self::Stages(HostStages::cpu())
+    }
+}
+
+impl Backend {
+    /// The CPU for every stage (the oracle; no device is probed).
+    pub fn cpu() -> Self {
+        Self::default()
+    }
+
+    /// Host-level stages only: H by `ntt`, the MSMs by `msm`.
+    pub fn staged(ntt: Arc<dyn Ntt>, msm: Arc<dyn Msm>) -> Self {
+        Self::Stages(HostStages { ntt, msm })
+    }
+
+    /// Whole-partition workers with the default gates.
+    pub fn workers(provers: Vec<Arc<dyn PartitionProver>>) -> Self {
+        Self::Workers(Workers::new(provers))
+    }
+
+    /// How many pipeline consumers prove partitions: one per worker, or one
+    /// for the host-level stages.
+    pub fn consumers(&self) -> usize {
+        match self {
+            Self::Stages(_) => 1,
+            Self::Workers(w) => w.provers.len().max(1),
+        }
+    }
+
+    /// Proves `job` on consumer `consumer`'s resources: the host-level
+    /// stages, or worker `consumer` (modulo the workers) after its gate
+    /// gives this proof a turn (`priority`; `cancel` ends the wait).
+    pub(crate) fn prove(
+        &self,
+        consumer: usize,
+        job: PartitionJob<'_>,
+        priority: i32,
+        cancel: Option<&c2_sched::CancelToken>,
+    ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+        match self {
+            // The host-level stages hold the vectors to the end: so does the permit.
+            Self::Stages(stages) => {
+                let PartitionJob { synthesized, host, params, r, s, .. } = job;
+                let out = crate::groth16::prove_synthesized(synthesized, params, r, s, stages);
+                drop(host);
+                out
+            }
+            Self::Workers(Workers { provers, gates }) if !provers.is_empty() => {
+                let w = consumer % provers.len();
+                let gate = gates.gate(w);
+                let _turn = gate.enter(priority, cancel).map_err(|e| match e {
+                    c2_sched::AdmissionError::Cancelled => Error::Cancelled,
+                    other => Error::Pipeline(other.to_string()),
+                })?;
+                provers[w].prove(job)
+            }
+            Self::Workers(_) => {
+                Err(Error::Worker { worker: "none".into(), message: "a backend with no workers".into() })
+            }
+        }
+    }
+
+    /// Uploads `params` (the set for `parameter_id`, as
+    /// [`c2_synth::PorepInstance::parameter_id`] names it) to every worker's
+    /// device now, all devices at once, so the first proof does not wait
+    /// for ~47 GB (32 GiB) to cross PCIe. A node calls it once at start-up
+    /// for each sector size it proves. Returns how many workers have them
+    /// resident (0 on the CPU, or when they do not fit and will stream).
+    pub fn preload(&self, parameter_id: &str, params: &Parameters<Bls12>) -> Result<usize, Error> {
+        let Self::Workers(workers) = self else { return Ok(0) };
+        let key = params_key(parameter_id, params);
+        let results: Vec<Result<bool, Error>> = std::thread::scope(|s| {
+            let handles: Vec<_> = workers.provers.iter().map(|w| (w, s.spawn(|| w.preload(params, &key)))).collect();
+            handles
+                .into_iter()
+                .map(|(w, h)| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::Worker { worker: w.name(), message: "panicked in preload".into() })
+                    })
+                })
+                .collect()
+        });
+        results.into_iter().try_fold(0, |n, r| Ok(n + usize::from(r?)))
+    }
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stages(s) => write!(f, "Backend {{ ntt: {}, msm: {} }}", s.ntt.name(), s.msm.name()),
+            Self::Workers(w) => {
+                let names: Vec<String> = w.provers.iter().map(|p| p.name()).collect();
+                write!(f, "Backend {{ workers: [{}] }}", names.join(", "))
+            }
+        }
+    }
+}
+
+/// One [`PriorityGate`] per worker, shared by every proof using a backend
+/// (and by its clones): when proofs in flight compete for a worker, the
+/// higher priority proves first, equal priorities in arrival order.
+#[derive(Clone)]
+pub struct WorkerGates {
+    gates: Arc<Mutex<Vec<Arc<PriorityGate>>>>,
+    grace: Duration,
+}
+
+impl Default for WorkerGates {
+    fn default() -> Self {
+        Self::with_grace(WORKER_GRACE)
+    }
+}
+
+/// How long a worker, free after a higher-priority partition, waits for
+/// that proof's next partition before taking a lower-priority one: the
+/// consumer brings it within microseconds when it is ready; 10 ms is <1 %
+/// of a large partition's proving time.
+const WORKER_GRACE: Duration = Duration::from_millis(10);
+
+impl WorkerGates {
+    /// Gates whose lower priorities defer `grace` to the priority of the
+    /// turn that just ended ([`PriorityGate::new`]); the default is 10 ms.
+    pub fn with_grace(grace: Duration) -> Self {
+        Self { gates: Arc::default(), grace }
+    }
+
+    /// Worker `w`'s gate (made on first use).
+    pub fn gate(&self, w: usize) -> Arc<PriorityGate> {
+        let mut gates = self.gates.lock().unwrap_or_else(|p| p.into_inner());
+        while gates.len() <= w {
+            gates.push(Arc::new(PriorityGate::new(self.grace)));
+        }
+        gates[w].clone()
+    }
+}
+
+impl std::fmt::Debug for WorkerGates {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkerGates(..)")
+    }
+}

@@ -1,0 +1,99 @@
+//! What a proof is made with: parameters, randomness, backends, pipeline,
+//! retries, progress. The environment is read here only, by
+//! [`ProverConfig::from_env`].
+
+use std::sync::Arc;
+
+use blstrs::Scalar;
+use c2_sched::PipelineConfig;
+
+use crate::backend::Backend;
+use crate::params::ParamsSource;
+
+/// Where the blinding factors `r`, `s` come from.
+#[derive(Clone, Debug, Default)]
+pub enum Randomness {
+    /// The operating system's RNG (the default, as in filecoin-proofs).
+    #[default]
+    Os,
+    /// A ChaCha20 stream from this seed: reproducible proofs for tests and
+    /// audits. Never use a fixed seed in production: equal `r`, `s` across
+    /// proofs leak the witness.
+    Seed([u8; 32]),
+    /// Exactly these `(r, s)`, one pair per partition.
+    Explicit(Vec<(Scalar, Scalar)>),
+}
+
+/// Everything `prove_porep_c2` needs besides the C1 output.
+#[derive(Clone, Debug)]
+pub struct ProverConfig {
+    /// Where the Groth16 parameters are. Default: filecoin-proofs' default
+    /// folder; [`ProverConfig::from_env`] honours `FIL_PROOFS_PARAMETER_CACHE`.
+    pub params: ParamsSource,
+    /// Blinding randomness. Default: the OS RNG.
+    pub randomness: Randomness,
+    /// Verify the proof before returning it (filecoin-proofs always does).
+    /// Default: true. A proof that fails is never returned.
+    pub verify: bool,
+    /// Verify the C1 vanilla proofs before synthesis, so a tampered or
+    /// mismatched C1 is reported before minutes of work. Default: true.
+    pub check_vanilla_proofs: bool,
+    /// Synthesis workers and queue depth in front of the prover.
+    pub pipeline: PipelineConfig,
+    /// NTT and MSM implementations. Default: CPU ([`ProverConfig::from_env`]
+    /// picks [`Backend::auto`]).
+    pub backend: Backend,
+    /// Where a partition goes when `backend` fails with a device error
+    /// ([`crate::Error::is_backend_failure`]): it is synthesized again and proved
+    /// there, so a GPU fault costs time, not the proof. Default: the CPU.
+    /// `None`: the error is returned.
+    pub retry_backend: Option<Backend>,
+    /// Told each partition's index as soon as its proof is done (from a
+    /// prover thread), e.g. for a progress bar. Default: none.
+    pub progress: Option<Progress>,
+}
+
+/// A per-partition progress callback for [`ProverConfig::progress`].
+#[derive(Clone)]
+pub struct Progress(Arc<dyn Fn(usize) + Send + Sync>);
+
+impl Progress {
+    /// Calls `f(k)` when partition `k`'s proof is done.
+    pub fn new(f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    pub(crate) fn partition_done(&self, k: usize) {
+        (self.0)(k)
+    }
+}
+
+impl std::fmt::Debug for Progress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Progress(..)")
+    }
+}
+
+impl Default for ProverConfig {
+    fn default() -> Self {
+        Self {
+            params: ParamsSource::default(),
+            randomness: Randomness::Os,
+            verify: true,
+            check_vanilla_proofs: true,
+            pipeline: PipelineConfig::default(),
+            backend: Backend::default(),
+            retry_backend: Some(Backend::cpu()),
+            progress: None,
+        }
+    }
+}
+
+impl ProverConfig {
+    /// The defaults, with the parameter folder taken from the environment as
+    /// filecoin-proofs does (the only environment read in this crate) and the
+    /// fastest backend available ([`Backend::auto`]).
+    pub fn from_env() -> Self {
+        Self { params: ParamsSource::from_env(), backend: Backend::auto(), ..Self::default() }
+    }
+}
