@@ -1,5 +1,6 @@
-//! Compiles `cuda-kernels/` into one fatbin embedded in the crate (feature
-//! `cuda` only).
+//! Compiles `cuda-kernels/` into the fatbin embedded in the crate (feature
+//! `cuda` only), and with feature `selftest` a second one holding the curve
+//! self-test kernels (test tooling only, never in a production binary).
 //!
 //! - Fr, Fp and Fp2 Montgomery arithmetic comes from ec-gpu-gen's source
 //!   generator (the code bellperson's kernels use, 32-bit limbs with PTX carry
@@ -108,22 +109,29 @@ C2_FIELD_OPS(fp2_ops, fp2_t, {fp2}, fp2_inv)
     };
     let archs = env::var("C2_CUDA_ARCHS").unwrap_or_else(|_| "80,86,89,90".into());
     let archs: Vec<&str> = archs.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
-    let fatbin = out.join("c2_kernels.fatbin");
-    let mut cmd = Command::new(&nvcc);
-    cmd.arg("--fatbin").arg("-O3").arg("-std=c++17").arg("--threads=0").arg("-I").arg(&kernels).arg("-I").arg(&out);
-    for (i, a) in archs.iter().enumerate() {
-        let code = if i + 1 == archs.len() { format!("[sm_{a},compute_{a}]") } else { format!("sm_{a}") };
-        cmd.arg(format!("-gencode=arch=compute_{a},code={code}"));
+    let compile = |source: &str, fatbin: &str| {
+        let mut cmd = Command::new(&nvcc);
+        cmd.arg("--fatbin").arg("-O3").arg("-std=c++17").arg("--threads=0").arg("-I").arg(&kernels).arg("-I").arg(&out);
+        for (i, a) in archs.iter().enumerate() {
+            let code = if i + 1 == archs.len() { format!("[sm_{a},compute_{a}]") } else { format!("sm_{a}") };
+            cmd.arg(format!("-gencode=arch=compute_{a},code={code}"));
+        }
+        cmd.arg("-o").arg(out.join(fatbin)).arg(kernels.join(source));
+        let status = cmd.status().unwrap_or_else(|e| {
+            panic!(
+                "cannot run {} ({e}); install a CUDA toolkit or run `eval \"$(scripts/cuda-toolchain.sh)\"`, \
+                 or build without the `cuda` feature",
+                nvcc.display()
+            )
+        });
+        assert!(status.success(), "nvcc failed compiling cuda-kernels/{source} (command: {cmd:?})");
+    };
+    compile("c2_kernels.cu", "c2_kernels.fatbin");
+    // The curve self-test kernels (differential tests against blstrs) live
+    // in a module of their own, built only for the test tooling.
+    if env::var_os("CARGO_FEATURE_SELFTEST").is_some() {
+        compile("c2_selftest.cu", "c2_selftest.fatbin");
     }
-    cmd.arg("-o").arg(&fatbin).arg(kernels.join("c2_kernels.cu"));
-    let status = cmd.status().unwrap_or_else(|e| {
-        panic!(
-            "cannot run {} ({e}); install a CUDA toolkit or run `eval \"$(scripts/cuda-toolchain.sh)\"`, \
-             or build without the `cuda` feature",
-            nvcc.display()
-        )
-    });
-    assert!(status.success(), "nvcc failed compiling cuda-kernels/ (command: {cmd:?})");
 }
 
 fn rerun_for_sources(dir: &Path) {

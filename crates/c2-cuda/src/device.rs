@@ -3,35 +3,20 @@
 //! rustacuda serves initialisation and device queries; cuda-driver-sys what
 //! it lacks (primary contexts, loading a fatbin image).
 
-use std::ffi::{CStr, CString};
 use std::sync::{Arc, OnceLock};
 
 use cuda_driver_sys as sys;
 use rustacuda::device::{Device, DeviceAttribute};
 use rustacuda::CudaFlags;
 
-use crate::kernel::Kernel;
-use crate::memory::DeviceBuffer;
-use crate::stream::{Event, Stream};
-use crate::{DeviceCopy, DeviceInfo, GpuError};
+use crate::call::check;
+use crate::{DeviceInfo, GpuError};
 /// The fatbin built from `cuda-kernels/` by build.rs.
 pub static KERNELS_FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/c2_kernels.fatbin"));
 
-pub(crate) fn check(op: &'static str, r: sys::CUresult) -> Result<(), GpuError> {
-    if r == sys::cudaError_enum::CUDA_SUCCESS {
-        return Ok(());
-    }
-    let mut p: *const std::os::raw::c_char = std::ptr::null();
-    // SAFETY: cuGetErrorName writes a pointer to a static string or fails.
-    let name = unsafe {
-        if sys::cuGetErrorName(r, &mut p) == sys::cudaError_enum::CUDA_SUCCESS && !p.is_null() {
-            CStr::from_ptr(p).to_string_lossy().into_owned()
-        } else {
-            format!("{r:?}")
-        }
-    };
-    Err(GpuError::Driver { op, code: r as i32, name })
-}
+/// The curve self-test module (feature `selftest`; test tooling only).
+#[cfg(feature = "selftest")]
+pub(crate) static SELFTEST_FATBIN: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/c2_selftest.fatbin"));
 
 fn init() -> Result<(), GpuError> {
     rustacuda::init(CudaFlags::empty()).map_err(|e| GpuError::NoDevice(format!("cuInit: {e:?}")))
@@ -67,7 +52,9 @@ pub struct Gpu {
     pub(crate) info: DeviceInfo,
     device: sys::CUdevice,
     ctx: sys::CUcontext,
-    module: OnceLock<Result<Module, GpuError>>,
+    pub(crate) module: OnceLock<Result<Module, GpuError>>,
+    #[cfg(feature = "selftest")]
+    pub(crate) selftest: OnceLock<Result<Module, GpuError>>,
 }
 
 // SAFETY: a CUDA context and the handles made in it may be used from any
@@ -75,7 +62,8 @@ pub struct Gpu {
 unsafe impl Send for Gpu {}
 unsafe impl Sync for Gpu {}
 
-struct Module(sys::CUmodule);
+/// A loaded module (fatbin image) of this device's context.
+pub(crate) struct Module(pub(crate) sys::CUmodule);
 
 impl Gpu {
     /// Opens device `ordinal` (retains its primary context, as the CUDA
@@ -90,7 +78,14 @@ impl Gpu {
             check("cuDeviceGet", sys::cuDeviceGet(&mut device, ordinal as i32))?;
             check("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, device))?;
         }
-        Ok(Arc::new(Gpu { info, device, ctx, module: OnceLock::new() }))
+        Ok(Arc::new(Gpu {
+            info,
+            device,
+            ctx,
+            module: OnceLock::new(),
+            #[cfg(feature = "selftest")]
+            selftest: OnceLock::new(),
+        }))
     }
 
     /// What the driver says about this device.
@@ -115,80 +110,27 @@ impl Gpu {
 
     /// Waits until all work queued on the device (every stream of this
     /// context) has finished. Device-wide: for error paths and teardown,
-    /// never per partition (it serialises workers, DESIGN.md).
+    /// never per partition (it serialises workers, ARCHITECTURE.md, "Lessons from prior art").
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.bind()?;
         // SAFETY: plain driver call on the current context.
         check("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() })
     }
 
-    fn module(&self) -> Result<&Module, GpuError> {
-        self.module
-            .get_or_init(|| {
-                self.bind()?;
-                // The driver wants the image 8-byte aligned; include_bytes!
-                // guarantees 1.
-                let mut aligned = vec![0u64; KERNELS_FATBIN.len().div_ceil(8)];
-                // SAFETY: the destination holds at least len bytes.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        KERNELS_FATBIN.as_ptr(),
-                        aligned.as_mut_ptr().cast::<u8>(),
-                        KERNELS_FATBIN.len(),
-                    );
-                }
-                let mut m: sys::CUmodule = std::ptr::null_mut();
-                // SAFETY: a fatbin image produced by nvcc.
-                check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, aligned.as_ptr().cast()) })?;
-                Ok(Module(m))
-            })
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-
-    /// A kernel of the embedded module by name.
-    pub fn kernel(&self, name: &str) -> Result<Kernel, GpuError> {
-        let m = self.module()?;
-        let cname = CString::new(name).map_err(|_| GpuError::MissingKernel(name.into()))?;
-        let mut f: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: valid module and C string.
-        let r = unsafe { sys::cuModuleGetFunction(&mut f, m.0, cname.as_ptr()) };
-        if r != sys::cudaError_enum::CUDA_SUCCESS {
-            return Err(GpuError::MissingKernel(name.into()));
+    /// Loads `image` (a fatbin) into this device's context.
+    pub(crate) fn load_module(&self, image: &[u8]) -> Result<Module, GpuError> {
+        self.bind()?;
+        // The driver wants the image 8-byte aligned; include_bytes!
+        // guarantees 1.
+        let mut aligned = vec![0u64; image.len().div_ceil(8)];
+        // SAFETY: the destination holds at least len bytes.
+        unsafe {
+            std::ptr::copy_nonoverlapping(image.as_ptr(), aligned.as_mut_ptr().cast::<u8>(), image.len());
         }
-        Ok(Kernel::new(f, name))
-    }
-
-    /// A new non-blocking stream.
-    pub fn stream(self: &Arc<Self>) -> Result<Stream, GpuError> {
-        self.bind()?;
-        let mut s: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; CU_STREAM_NON_BLOCKING = 1.
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, 1) })?;
-        Ok(Stream::new(s, self.clone()))
-    }
-
-    /// A new event that records timing.
-    pub fn event(self: &Arc<Self>) -> Result<Event, GpuError> {
-        self.bind()?;
-        let mut e: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; flags 0 = default (timing enabled).
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
-        Ok(Event::new(e, self.clone()))
-    }
-
-    /// `len` elements of uninitialised device memory.
-    pub fn alloc<T: DeviceCopy>(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
-        self.bind()?;
-        let bytes = len
-            .checked_mul(std::mem::size_of::<T>())
-            .ok_or_else(|| GpuError::Invalid(format!("allocation of {len} elements overflows")))?;
-        let mut ptr: sys::CUdeviceptr = 0;
-        if bytes > 0 {
-            // SAFETY: valid out-pointer.
-            check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
-        }
-        Ok(DeviceBuffer::from_parts(ptr, len, self.clone(), None))
+        let mut m: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: a fatbin image produced by nvcc.
+        check("cuModuleLoadData", unsafe { sys::cuModuleLoadData(&mut m, aligned.as_ptr().cast()) })?;
+        Ok(Module(m))
     }
 }
 
@@ -196,8 +138,12 @@ impl Drop for Gpu {
     fn drop(&mut self) {
         // SAFETY: releases what open() retained; errors at teardown are moot.
         unsafe {
+            let _ = sys::cuCtxSetCurrent(self.ctx);
             if let Some(Ok(m)) = self.module.get() {
-                let _ = sys::cuCtxSetCurrent(self.ctx);
+                let _ = sys::cuModuleUnload(m.0);
+            }
+            #[cfg(feature = "selftest")]
+            if let Some(Ok(m)) = self.selftest.get() {
                 let _ = sys::cuModuleUnload(m.0);
             }
             let _ = sys::cuDevicePrimaryCtxRelease(self.device);

@@ -4,20 +4,19 @@ use std::ffi::c_void;
 
 use cuda_driver_sys as sys;
 
-use crate::device::check;
+use std::ffi::CString;
+
+use crate::call::check;
+#[cfg(feature = "selftest")]
+use crate::device::SELFTEST_FATBIN;
+use crate::device::{Gpu, Module, KERNELS_FATBIN};
 use crate::stream::Stream;
-use crate::GpuError;
+use crate::{DeviceCopy, GpuError};
 
 /// A kernel of the embedded module.
 pub struct Kernel {
     f: sys::CUfunction,
     name: String,
-}
-
-impl Kernel {
-    pub(crate) fn new(f: sys::CUfunction, name: &str) -> Self {
-        Self { f, name: name.to_string() }
-    }
 }
 
 // SAFETY: CUfunction handles are valid in any thread with the context current.
@@ -34,29 +33,33 @@ impl Kernel {
         })
     }
 
-    /// Launches on `stream` with a 1-D grid.
+    /// Launches on `stream` with a 1-D grid, passing `args` (a tuple of
+    /// plain values in the kernel's parameter order: device addresses as
+    /// `u64` from [`crate::DeviceBuffer::device_ptr`], sizes as `u64` or
+    /// `u32` exactly as the kernel's C signature declares them).
     ///
     /// # Safety
-    /// `args` must point to values matching the kernel's parameter list, and
-    /// every device pointer among them must be valid for what the kernel does.
-    pub unsafe fn launch(
-        &self,
-        stream: &Stream,
-        grid: u32,
-        block: u32,
-        shared_bytes: u32,
-        args: &mut [*mut c_void],
-    ) -> Result<(), GpuError> {
+    /// `args` must match the kernel's parameter list in number, order and
+    /// width, and every device address among them must be valid for what
+    /// the kernel does with it (sizes, lifetimes: the buffers outlive the
+    /// work queued on `stream`).
+    pub unsafe fn launch<A: KernelArgs>(&self, stream: &Stream, dims: Launch, mut args: A) -> Result<(), GpuError> {
+        args.with_pointers(|ptrs| self.launch_raw(stream, dims, ptrs))
+    }
+
+    /// # Safety
+    /// As [`Kernel::launch`], with `args` pointing to the values.
+    unsafe fn launch_raw(&self, stream: &Stream, dims: Launch, args: &mut [*mut c_void]) -> Result<(), GpuError> {
         stream.gpu().bind()?;
         let r = sys::cuLaunchKernel(
             self.f,
-            grid.max(1),
+            dims.grid.max(1),
             1,
             1,
-            block,
+            dims.block,
             1,
             1,
-            shared_bytes,
+            dims.shared_bytes,
             stream.raw(),
             args.as_mut_ptr(),
             std::ptr::null_mut(),
@@ -70,17 +73,295 @@ impl Kernel {
     }
 }
 
-impl Kernel {
-    /// Launches a kernel whose parameters are all 64 bits wide (device
-    /// pointers and `uint64_t`), passing `args` in order. Our MSM kernels
-    /// keep to that rule so a launch is one line.
-    ///
-    /// # Safety
-    /// As [`Kernel::launch`]: `args` must match the kernel's parameter list
-    /// and every device pointer among them must be valid for what it does.
-    pub unsafe fn launch_u64(&self, stream: &Stream, grid: u32, block: u32, args: &[u64]) -> Result<(), GpuError> {
-        let mut values = args.to_vec();
-        let mut ptrs: Vec<*mut c_void> = values.iter_mut().map(|v| (v as *mut u64).cast()).collect();
-        self.launch(stream, grid, block, 0, &mut ptrs)
+/// The shape of a 1-D launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Launch {
+    /// Blocks (at least one is launched).
+    pub grid: u32,
+    /// Threads per block.
+    pub block: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub shared_bytes: u32,
+}
+
+impl Launch {
+    /// `grid` blocks of `block` threads, no dynamic shared memory.
+    pub fn new(grid: u32, block: u32) -> Self {
+        Self { grid, block, shared_bytes: 0 }
+    }
+
+    /// With `bytes` of dynamic shared memory per block.
+    pub fn shared(self, bytes: u32) -> Self {
+        Self { shared_bytes: bytes, ..self }
+    }
+}
+
+/// One by-value kernel parameter: a device address or size as `u64`, or a
+/// `u32`, the only widths our kernels declare. Deliberately not `i32`: an
+/// untyped integer literal in a launch would default to it and pass four
+/// bytes where the kernel reads eight; with this bound it does not compile.
+pub trait KernelArg: DeviceCopy {}
+impl KernelArg for u64 {}
+impl KernelArg for u32 {}
+
+/// A kernel's arguments: a tuple of [`KernelArg`] values, each passed by
+/// value (the driver copies them into the launch's parameter buffer).
+pub trait KernelArgs {
+    /// Calls `f` with one pointer per argument, in order.
+    fn with_pointers<R>(&mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R;
+}
+
+macro_rules! kernel_args {
+    ($($t:ident $i:tt),+) => {
+        impl<$($t: KernelArg),+> KernelArgs for ($($t,)+) {
+            fn with_pointers<R>(&mut self, f: impl FnOnce(&mut [*mut c_void]) -> R) -> R {
+                f(&mut [$((&mut self.$i as *mut $t).cast::<c_void>()),+])
+            }
+        }
+    };
+}
+
+kernel_args!(A 0);
+kernel_args!(A 0, B 1);
+kernel_args!(A 0, B 1, C 2);
+kernel_args!(A 0, B 1, C 2, D 3);
+kernel_args!(A 0, B 1, C 2, D 3, E 4);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
+/// The entry points of the embedded module (`cuda-kernels/c2_kernels.cu`),
+/// so a kernel is named once, here, and a typo is a compile error rather
+/// than a `MissingKernel` at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KernelId {
+    /// NTT: bit-reversal permutation (optionally index-negated for inverses).
+    NttBitReverse,
+    /// NTT: a group of butterfly stages in shared memory.
+    NttPass,
+    /// `out[i] = hi[i >> b] * lo[i & mask]` (twiddle tables).
+    Powers,
+    /// `data[i] *= hi[i >> b] * lo[i & mask]` (coset shifts, 1/n).
+    ScaleByPowers,
+    /// `a = (a * b - c) * zinv`: the H quotient on the coset.
+    HPointwise,
+    /// Prefix sums: per-block scans.
+    ScanBlocks,
+    /// Prefix sums: add the block offsets.
+    ScanAdd,
+    /// MSM: set bits per mask word.
+    MsmMaskPopc,
+    /// MSM: drop zeros and masked-out scalars, list ones, compact the rest.
+    MsmSplit,
+    /// MSM: bucket histogram per window.
+    MsmHistogram,
+    /// MSM: counting-sort scatter by bucket.
+    MsmScatter,
+    /// A per-group MSM step.
+    Curve(CurveId, CurveStep),
+}
+
+/// The group a curve kernel works in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CurveId {
+    /// BLS12-381 G1 (over Fp).
+    G1,
+    /// BLS12-381 G2 (over Fp2).
+    G2,
+}
+
+/// The per-group MSM steps (`C2_MSM_CURVE` in `c2_kernels.cu`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CurveStep {
+    /// Bucket sums, XYZZ mixed additions in a called helper.
+    Accumulate,
+    /// Bucket sums, XYZZ mixed additions inlined.
+    AccumulateInline,
+    /// Bucket sums, batched affine additions.
+    AccumulateAffine,
+    /// Buckets that cross segment borders.
+    Fixup,
+    /// Running sums per window.
+    Reduce,
+    /// Tree sums of groups of points.
+    SumGroups,
+    /// Tree sums of gathered affine bases (the scalars equal to one).
+    SumGathered,
+    /// XYZZ to affine.
+    ToAffine,
+}
+
+impl KernelId {
+    /// Every entry point of the module.
+    pub const ALL: [KernelId; 27] = {
+        use CurveId::{G1, G2};
+        use CurveStep as S;
+        [
+            Self::NttBitReverse,
+            Self::NttPass,
+            Self::Powers,
+            Self::ScaleByPowers,
+            Self::HPointwise,
+            Self::ScanBlocks,
+            Self::ScanAdd,
+            Self::MsmMaskPopc,
+            Self::MsmSplit,
+            Self::MsmHistogram,
+            Self::MsmScatter,
+            Self::Curve(G1, S::Accumulate),
+            Self::Curve(G1, S::AccumulateInline),
+            Self::Curve(G1, S::AccumulateAffine),
+            Self::Curve(G1, S::Fixup),
+            Self::Curve(G1, S::Reduce),
+            Self::Curve(G1, S::SumGroups),
+            Self::Curve(G1, S::SumGathered),
+            Self::Curve(G1, S::ToAffine),
+            Self::Curve(G2, S::Accumulate),
+            Self::Curve(G2, S::AccumulateInline),
+            Self::Curve(G2, S::AccumulateAffine),
+            Self::Curve(G2, S::Fixup),
+            Self::Curve(G2, S::Reduce),
+            Self::Curve(G2, S::SumGroups),
+            Self::Curve(G2, S::SumGathered),
+            Self::Curve(G2, S::ToAffine),
+        ]
+    };
+
+    /// The kernel's C symbol in the module.
+    pub const fn symbol(self) -> &'static str {
+        use CurveId::{G1, G2};
+        use CurveStep as S;
+        match self {
+            Self::NttBitReverse => "c2_ntt_bit_reverse",
+            Self::NttPass => "c2_ntt_pass",
+            Self::Powers => "c2_powers",
+            Self::ScaleByPowers => "c2_scale_by_powers",
+            Self::HPointwise => "c2_h_pointwise",
+            Self::ScanBlocks => "c2_scan_blocks",
+            Self::ScanAdd => "c2_scan_add",
+            Self::MsmMaskPopc => "c2_msm_mask_popc",
+            Self::MsmSplit => "c2_msm_split",
+            Self::MsmHistogram => "c2_msm_histogram",
+            Self::MsmScatter => "c2_msm_scatter",
+            Self::Curve(G1, S::Accumulate) => "c2_g1_msm_accumulate",
+            Self::Curve(G1, S::AccumulateInline) => "c2_g1_msm_accumulate_inl",
+            Self::Curve(G1, S::AccumulateAffine) => "c2_g1_msm_accumulate_affine",
+            Self::Curve(G1, S::Fixup) => "c2_g1_msm_fixup",
+            Self::Curve(G1, S::Reduce) => "c2_g1_msm_reduce",
+            Self::Curve(G1, S::SumGroups) => "c2_g1_msm_sum_groups",
+            Self::Curve(G1, S::SumGathered) => "c2_g1_msm_sum_gathered",
+            Self::Curve(G1, S::ToAffine) => "c2_g1_to_affine",
+            Self::Curve(G2, S::Accumulate) => "c2_g2_msm_accumulate",
+            Self::Curve(G2, S::AccumulateInline) => "c2_g2_msm_accumulate_inl",
+            Self::Curve(G2, S::AccumulateAffine) => "c2_g2_msm_accumulate_affine",
+            Self::Curve(G2, S::Fixup) => "c2_g2_msm_fixup",
+            Self::Curve(G2, S::Reduce) => "c2_g2_msm_reduce",
+            Self::Curve(G2, S::SumGroups) => "c2_g2_msm_sum_groups",
+            Self::Curve(G2, S::SumGathered) => "c2_g2_msm_sum_gathered",
+            Self::Curve(G2, S::ToAffine) => "c2_g2_to_affine",
+        }
+    }
+}
+
+/// The kernels of the self-test module (feature `selftest`): per input pair
+/// `(a, b)` they write `[a + b (mixed), a + b (xyzz + xyzz), 2a, 2a + b]`.
+#[cfg(feature = "selftest")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelftestKernel {
+    /// The G1 formulas.
+    G1,
+    /// The G2 formulas.
+    G2,
+}
+
+#[cfg(feature = "selftest")]
+impl SelftestKernel {
+    /// The kernel's C symbol.
+    pub const fn symbol(self) -> &'static str {
+        match self {
+            Self::G1 => "c2_g1_selftest",
+            Self::G2 => "c2_g2_selftest",
+        }
+    }
+}
+
+/// Kernel lookup (here rather than in `device`, which knows nothing of kernels).
+impl Gpu {
+    /// The function `name` of a loaded module.
+    fn function(module: &Module, name: &str) -> Result<Kernel, GpuError> {
+        let cname = CString::new(name).map_err(|_| GpuError::MissingKernel(name.into()))?;
+        let mut f: sys::CUfunction = std::ptr::null_mut();
+        // SAFETY: valid module and C string.
+        let r = unsafe { sys::cuModuleGetFunction(&mut f, module.0, cname.as_ptr()) };
+        if r != sys::cudaError_enum::CUDA_SUCCESS {
+            return Err(GpuError::MissingKernel(name.into()));
+        }
+        Ok(Kernel { f, name: name.to_string() })
+    }
+    /// A kernel of the embedded module (loaded on first use).
+    pub fn kernel(&self, id: KernelId) -> Result<Kernel, GpuError> {
+        let module = self.module.get_or_init(|| self.load_module(KERNELS_FATBIN)).as_ref().map_err(Clone::clone)?;
+        Self::function(module, id.symbol())
+    }
+    /// A kernel of the curve self-test module (feature `selftest`).
+    #[cfg(feature = "selftest")]
+    pub fn selftest_kernel(&self, id: SelftestKernel) -> Result<Kernel, GpuError> {
+        let module = self.selftest.get_or_init(|| self.load_module(SELFTEST_FATBIN)).as_ref().map_err(Clone::clone)?;
+        Self::function(module, id.symbol())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each argument's pointer points at that argument, in order, at its
+    /// own width (what the driver copies into the parameter buffer).
+    #[test]
+    fn kernel_args_point_at_each_value_in_order() {
+        let mut args = (0x1122_3344_5566_7788u64, 7u32, u64::MAX);
+        let read = args.with_pointers(|p| {
+            assert_eq!(p.len(), 3);
+            // SAFETY: the pointers come from the tuple above, with these types.
+            unsafe { (*p[0].cast::<u64>(), *p[1].cast::<u32>(), *p[2].cast::<u64>()) }
+        });
+        assert_eq!(read, (0x1122_3344_5566_7788, 7, u64::MAX));
+    }
+
+    /// The ids name every entry point of `c2_kernels.cu` once, and only
+    /// those: a kernel added or renamed there without its id (or the
+    /// reverse) fails here, on the CPU, instead of at a device's first launch.
+    #[test]
+    fn kernel_ids_match_the_entry_points_of_the_module() {
+        let source = include_str!("../../../cuda-kernels/c2_kernels.cu");
+        let curve_steps: Vec<&str> = source
+            .split("extern \"C\" __global__ void c2_##G##_")
+            .skip(1)
+            .map(|rest| rest.split('(').next().unwrap_or("").trim())
+            .collect();
+        let groups: Vec<&str> =
+            source.lines().filter_map(|l| l.strip_prefix("C2_MSM_CURVE(").and_then(|r| r.split(',').next())).collect();
+        let mut declared: Vec<String> = source
+            .split("extern \"C\" __global__ void ")
+            .skip(1)
+            // The name is the first `c2_` word (after any `__launch_bounds__(..)`).
+            .filter_map(|rest| rest.find("c2_").map(|at| &rest[at..]))
+            .map(|name| name.split('(').next().unwrap_or("").trim().to_string())
+            .filter(|name| !name.contains("##"))
+            .collect();
+        for g in &groups {
+            declared.extend(curve_steps.iter().map(|step| format!("c2_{g}_{step}")));
+        }
+        declared.sort();
+        let mut ids: Vec<String> = KernelId::ALL.iter().map(|k| k.symbol().to_string()).collect();
+        ids.sort();
+        let before = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), before, "two ids name one symbol");
+        assert_eq!(ids, declared);
     }
 }

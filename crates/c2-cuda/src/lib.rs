@@ -6,7 +6,8 @@
 //! One module per job: `device` (discovery, `Gpu`, the module), `kernel`
 //! (launches), `stream` (`Stream`, `Event`), `memory` (`DeviceBuffer`,
 //! `DeviceMemory`, `DeviceArena`), `pinned` (`PinnedBuffer`,
-//! `PinnedRange`), `plain` ([`DeviceCopy`], what buffers may hold); all but
+//! `PinnedRange`), `staging` (`Stager`: the one pinned path for host vectors),
+//! `plain` ([`DeviceCopy`], what buffers may hold); all but
 //! `plain` need the `cuda` feature.
 //!
 //! Built without the `cuda` feature, the crate still compiles and
@@ -19,6 +20,8 @@
 #![deny(missing_docs)]
 
 #[cfg(feature = "cuda")]
+mod call;
+#[cfg(feature = "cuda")]
 mod device;
 #[cfg(feature = "cuda")]
 mod kernel;
@@ -28,17 +31,23 @@ mod memory;
 mod pinned;
 mod plain;
 #[cfg(feature = "cuda")]
+mod staging;
+#[cfg(feature = "cuda")]
 mod stream;
 
 #[cfg(feature = "cuda")]
 pub use device::{Gpu, KERNELS_FATBIN};
+#[cfg(all(feature = "cuda", feature = "selftest"))]
+pub use kernel::SelftestKernel;
 #[cfg(feature = "cuda")]
-pub use kernel::Kernel;
+pub use kernel::{CurveId, CurveStep, Kernel, KernelArg, KernelArgs, KernelId, Launch};
 #[cfg(feature = "cuda")]
 pub use memory::{DeviceArena, DeviceBuffer, DeviceMemory};
 #[cfg(feature = "cuda")]
 pub use pinned::{PinnedBuffer, PinnedRange};
 pub use plain::DeviceCopy;
+#[cfg(feature = "cuda")]
+pub use staging::Stager;
 #[cfg(feature = "cuda")]
 pub use stream::{Event, Stream};
 

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use cuda_driver_sys as sys;
 
-use crate::device::{check, Gpu};
+use crate::call::check;
+use crate::device::Gpu;
 use crate::stream::Stream;
 use crate::{DeviceCopy, GpuError};
 
@@ -139,7 +140,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     }
 
     /// Queues a host-to-device copy of `src` to element `offset`. For a truly
-    /// asynchronous copy `src` must be pinned ([`PinnedRange`]); the caller
+    /// asynchronous copy `src` must be pinned ([`crate::PinnedRange`]); the caller
     /// keeps it alive until the stream has passed this point.
     pub fn upload_async(&mut self, offset: usize, src: &[T], stream: &Stream) -> Result<(), GpuError> {
         self.range_check(offset, src.len())?;
@@ -175,6 +176,42 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 std::mem::size_of_val(dst),
                 stream.raw(),
             )
+        })
+    }
+
+    /// Queues a host-to-device copy of `src`, the bytes of whole elements,
+    /// to element `offset` (the staging path's slots are untyped bytes).
+    pub(crate) fn upload_bytes_async(&mut self, offset: usize, src: &[u8], stream: &Stream) -> Result<(), GpuError> {
+        let sz = std::mem::size_of::<T>().max(1);
+        if !src.len().is_multiple_of(sz) {
+            return Err(GpuError::Invalid(format!("{} bytes are not whole elements of {sz}", src.len())));
+        }
+        self.range_check(offset, src.len() / sz)?;
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: range checked; src valid for its length.
+        check("cuMemcpyHtoDAsync", unsafe {
+            sys::cuMemcpyHtoDAsync_v2(self.ptr + (offset * sz) as u64, src.as_ptr().cast(), src.len(), stream.raw())
+        })
+    }
+
+    /// Queues a device-to-host copy of `dst.len()` bytes (whole elements)
+    /// from element `offset`.
+    pub(crate) fn download_bytes_async(&self, offset: usize, dst: &mut [u8], stream: &Stream) -> Result<(), GpuError> {
+        let sz = std::mem::size_of::<T>().max(1);
+        if !dst.len().is_multiple_of(sz) {
+            return Err(GpuError::Invalid(format!("{} bytes are not whole elements of {sz}", dst.len())));
+        }
+        self.range_check(offset, dst.len() / sz)?;
+        if dst.is_empty() {
+            return Ok(());
+        }
+        self.gpu.bind()?;
+        // SAFETY: range checked; dst valid for its length.
+        check("cuMemcpyDtoHAsync", unsafe {
+            sys::cuMemcpyDtoHAsync_v2(dst.as_mut_ptr().cast(), self.ptr + (offset * sz) as u64, dst.len(), stream.raw())
         })
     }
 
@@ -243,5 +280,22 @@ impl<T> Drop for DeviceBuffer<T> {
                 let _ = sys::cuMemFree_v2(self.ptr);
             }
         }
+    }
+}
+
+/// Driver allocations (here, next to the buffer type).
+impl Gpu {
+    /// `len` elements of uninitialised device memory.
+    pub fn alloc<T: DeviceCopy>(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer<T>, GpuError> {
+        self.bind()?;
+        let bytes = len
+            .checked_mul(std::mem::size_of::<T>())
+            .ok_or_else(|| GpuError::Invalid(format!("allocation of {len} elements overflows")))?;
+        let mut ptr: sys::CUdeviceptr = 0;
+        if bytes > 0 {
+            // SAFETY: valid out-pointer.
+            check("cuMemAlloc", unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) })?;
+        }
+        Ok(DeviceBuffer::from_parts(ptr, len, self.clone(), None))
     }
 }

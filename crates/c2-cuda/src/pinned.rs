@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use cuda_driver_sys as sys;
 
-use crate::device::{check, Gpu};
+use crate::call::check;
+use crate::device::Gpu;
 use crate::{DeviceCopy, GpuError};
 
 /// A host slice page-locked with `cuMemHostRegister` for the lifetime of

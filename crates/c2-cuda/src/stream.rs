@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use cuda_driver_sys as sys;
 
-use crate::device::{check, Gpu};
+use crate::call::check;
+use crate::device::Gpu;
 use crate::GpuError;
 
 /// A CUDA stream of one device.
@@ -18,10 +19,6 @@ unsafe impl Send for Stream {}
 unsafe impl Sync for Stream {}
 
 impl Stream {
-    pub(crate) fn new(s: sys::CUstream, gpu: Arc<Gpu>) -> Self {
-        Self { s, gpu }
-    }
-
     /// The driver's handle, for launches and copies queued on this stream.
     pub(crate) fn raw(&self) -> sys::CUstream {
         self.s
@@ -68,10 +65,6 @@ unsafe impl Send for Event {}
 unsafe impl Sync for Event {}
 
 impl Event {
-    pub(crate) fn new(e: sys::CUevent, gpu: Arc<Gpu>) -> Self {
-        Self { e, gpu }
-    }
-
     /// Records the event on `stream`.
     pub fn record(&self, stream: &Stream) -> Result<(), GpuError> {
         self.gpu.bind()?;
@@ -103,5 +96,25 @@ impl Drop for Event {
         unsafe {
             let _ = sys::cuEventDestroy_v2(self.e);
         }
+    }
+}
+
+/// Streams and events of a device (constructed here, next to their types).
+impl Gpu {
+    /// A new non-blocking stream.
+    pub fn stream(self: &Arc<Self>) -> Result<Stream, GpuError> {
+        self.bind()?;
+        let mut s: sys::CUstream = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; CU_STREAM_NON_BLOCKING = 1.
+        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, 1) })?;
+        Ok(Stream { s, gpu: self.clone() })
+    }
+    /// A new event that records timing.
+    pub fn event(self: &Arc<Self>) -> Result<Event, GpuError> {
+        self.bind()?;
+        let mut e: sys::CUevent = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; flags 0 = default (timing enabled).
+        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
+        Ok(Event { e, gpu: self.clone() })
     }
 }

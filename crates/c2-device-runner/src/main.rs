@@ -154,7 +154,7 @@ fn differential(gpu: &GpuNtt, r: &mut Report, quick: bool) -> Result<(), String>
 fn curve_checks(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective};
     use group::{prime::PrimeCurveAffine, Curve, Group};
-    let check = c2_msm::curve_check::GpuCurveCheck::new(gpu).map_err(|e| e.to_string())?;
+    let check = c2_testkit::curve_check::GpuCurveCheck::new(gpu).map_err(|e| e.to_string())?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(3),
     );
@@ -195,10 +195,7 @@ fn curve_checks(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
     Ok(())
 }
 
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
+pub(crate) use c2_testkit::median;
 
 fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
     let g = gpu.gpu().clone();

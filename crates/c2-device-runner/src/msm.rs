@@ -26,7 +26,7 @@ enum Mix {
     One,
     /// r - 1 everywhere.
     MinusOne,
-    /// PoRep-like: 51% zero, 47% one, 2% random (FACTS.md).
+    /// PoRep-like: 51% zero, 47% one, 2% random (ARCHITECTURE.md, "Facts we rely on").
     Porep,
     /// 2..=9 only: a few huge buckets (segment fix-up path).
     Small,
@@ -432,8 +432,9 @@ where
             r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {ms:.1} ms{stages}", C::PREFIX));
             println!("{}", r.bench.last().expect("pushed"));
         }
-        // Bases from (pageable) host memory: uploaded whole, then computed,
-        // vs streamed in 4 chunks with the next upload overlapping.
+        // Bases in pageable host memory, through the pinned staging path
+        // (c2_cuda::Stager): uploaded whole, then computed, vs streamed in 4
+        // chunks with the next upload overlapping.
         if mix == Mix::Random && log_n >= 24 {
             for (label, cfg) in [
                 ("host bases, whole upload", GpuMsmConfig::default()),
@@ -447,7 +448,8 @@ where
                 let ms = time_twice(r, check, &ours, || {
                     mh.msm_host_bases::<C>(&bases, DeviceScalars::montgomery(&d_s), None)
                 })?;
-                r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {label} (pageable) {ms:.1} ms", C::PREFIX));
+                r.bench
+                    .push(format!("     variant {} 2^{log_n} {mix:?}: {label} (pinned staging) {ms:.1} ms", C::PREFIX));
                 println!("{}", r.bench.last().expect("pushed"));
             }
         }

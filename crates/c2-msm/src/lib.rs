@@ -17,8 +17,6 @@
 
 mod cpu;
 #[cfg(feature = "cuda")]
-pub mod curve_check;
-#[cfg(feature = "cuda")]
 pub mod gpu;
 
 /// The mask type of every query (shared with synthesis through `c2-core`).
@@ -83,16 +81,35 @@ pub trait Msm: Send + Sync {
     fn msm_g2(&self, bases: &[G2Affine], scalars: &[Scalar], mask: Option<&Density>) -> Result<G2Projective, MsmError>;
 }
 
-/// Checks a request's shape and returns how many bases it needs.
-pub fn check_shape(
+/// What a shape check needs of a density mask, on the host ([`Density`])
+/// or on the device (`gpu::DeviceDensity`).
+pub trait MaskShape {
+    /// Bits in the mask (one per scalar).
+    fn bits(&self) -> usize;
+    /// Set bits (one per base used).
+    fn ones(&self) -> usize;
+}
+
+impl MaskShape for Density {
+    fn bits(&self) -> usize {
+        self.len()
+    }
+    fn ones(&self) -> usize {
+        self.count_ones()
+    }
+}
+
+/// Checks a request's shape and returns how many bases it needs: the one
+/// shape check of every MSM implementation.
+pub fn check_shape<M: MaskShape>(
     query: &'static str,
     bases: usize,
     scalars: usize,
-    mask: Option<&Density>,
+    mask: Option<&M>,
 ) -> Result<usize, MsmError> {
     let needed = match mask {
-        Some(m) if m.len() != scalars => return Err(MsmError::MaskLength { query, mask: m.len(), scalars }),
-        Some(m) => m.count_ones(),
+        Some(m) if m.bits() != scalars => return Err(MsmError::MaskLength { query, mask: m.bits(), scalars }),
+        Some(m) => m.ones(),
         None => scalars,
     };
     if bases < needed {

@@ -3,14 +3,12 @@
 //! buffers come from the [`DeviceMemory`] given at construction (the
 //! device's pool in the prover).
 
-use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::sync::{Arc, Mutex};
 
 use blstrs::Scalar;
-use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Kernel, PinnedBuffer, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Gpu, GpuError, Kernel, KernelId, Launch, Stager, Stream};
 use ff::{Field, PrimeField};
-use rayon::prelude::*;
 
 use crate::{Domain, Ntt, NttError};
 
@@ -22,10 +20,10 @@ const BLOCK_ELEMS_LOG: u32 = 10;
 const PASS_THREADS: u32 = 256;
 /// Threads per block for element-wise kernels.
 const EW_THREADS: u32 = 256;
-/// Elements per staging slot: 2^22 x 32 B = 128 MB, two slots. Large enough
-/// that each DMA runs near PCIe speed, small enough to keep host copies and
-/// DMA overlapped.
-const STAGING_ELEMS: usize = 1 << 22;
+/// Bytes per staging slot: 2^22 scalars x 32 B = 128 MB, two slots. Large
+/// enough that each DMA runs near PCIe speed, small enough to keep host
+/// copies and DMA overlapped.
+const STAGING_BYTES: usize = 128 << 20;
 
 /// Which transform.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,76 +78,31 @@ pub struct GpuNtt {
     io: Mutex<HostIo>,
 }
 
-/// Compute stream, copy stream and two pinned staging slots with the events
-/// that say when each slot's last DMA has finished.
+/// The host-level API's compute stream and the pinned staging path (its
+/// copy stream carries the uploads).
 struct HostIo {
     compute: Stream,
-    copy: Stream,
-    slots: [(PinnedBuffer<Scalar>, Event); 2],
+    stager: Stager,
 }
 
 impl HostIo {
-    /// Queues `src` into `dst[offset..]` through the staging slots on the
-    /// copy stream: the host copies chunk i+1 (in parallel) while the DMA
-    /// engine moves chunk i. Returns when the last chunk is queued.
+    /// Queues `src` into `dst` on the copy stream; returns when the last
+    /// chunk is queued.
     fn upload(&mut self, dst: &mut DeviceBuffer<Scalar>, src: &[Scalar]) -> Result<(), GpuError> {
-        for (i, chunk) in src.chunks(STAGING_ELEMS).enumerate() {
-            let (buf, done) = &mut self.slots[i % 2];
-            done.synchronize()?;
-            par_copy(&mut buf.as_mut_slice()[..chunk.len()], chunk);
-            dst.upload_async(i * STAGING_ELEMS, &buf.as_slice()[..chunk.len()], &self.copy)?;
-            done.record(&self.copy)?;
-        }
-        Ok(())
+        self.stager.upload(dst, 0, src)
     }
 
-    /// Copies `dst.len()` elements from `src` into `dst` through the staging
-    /// slots, after the work queued on the compute stream. `dst` may be
-    /// uninitialised; every element is written when this returns `Ok`.
+    /// The copy stream the uploads run on.
+    fn copy(&self) -> &Stream {
+        self.stager.stream()
+    }
+
+    /// Copies `dst.len()` elements of `src` into `dst` after the work queued
+    /// on the compute stream; every element is written when this returns
+    /// `Ok`.
     fn download(&mut self, src: &DeviceBuffer<Scalar>, dst: &mut [MaybeUninit<Scalar>]) -> Result<(), GpuError> {
-        let stream = &self.compute;
-        let chunks: Vec<(usize, usize)> =
-            (0..dst.len()).step_by(STAGING_ELEMS).map(|o| (o, STAGING_ELEMS.min(dst.len() - o))).collect();
-        // Chunk i is in flight while chunk i-1 is copied out on the host.
-        for (i, &(off, len)) in chunks.iter().enumerate() {
-            let (buf, done) = &mut self.slots[i % 2];
-            src.download_async(off, &mut buf.as_mut_slice()[..len], &self.compute)?;
-            done.record(stream)?;
-            if i > 0 {
-                self.drain(&chunks, i - 1, dst)?;
-            }
-        }
-        if let Some(last) = chunks.len().checked_sub(1) {
-            self.drain(&chunks, last, dst)?;
-        }
-        Ok(())
+        self.stager.download(src, 0, dst, &self.compute)
     }
-
-    fn drain(&self, chunks: &[(usize, usize)], i: usize, dst: &mut [MaybeUninit<Scalar>]) -> Result<(), GpuError> {
-        let (off, len) = chunks[i];
-        let (buf, done) = &self.slots[i % 2];
-        done.synchronize()?;
-        par_copy_uninit(&mut dst[off..off + len], &buf.as_slice()[..len]);
-        Ok(())
-    }
-}
-
-/// Parallel copies: one core copies ~5-10 GB/s, PCIe moves 55.
-const PIECE: usize = 1 << 15;
-
-/// `dst.copy_from_slice(src)` on all cores.
-fn par_copy(dst: &mut [Scalar], src: &[Scalar]) {
-    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| d.copy_from_slice(s));
-}
-
-/// Writes `src` into possibly uninitialised `dst` on all cores.
-fn par_copy_uninit(dst: &mut [MaybeUninit<Scalar>], src: &[Scalar]) {
-    assert_eq!(dst.len(), src.len());
-    dst.par_chunks_mut(PIECE).zip(src.par_chunks(PIECE)).for_each(|(d, s)| {
-        for (d, s) in d.iter_mut().zip(s) {
-            d.write(*s);
-        }
-    });
 }
 
 /// An initialised slice viewed as possibly uninitialised (sound: writing
@@ -185,10 +138,6 @@ fn power_tables(x: Scalar, c: Scalar, n: usize) -> (Vec<Scalar>, Vec<Scalar>) {
     (hi, lo)
 }
 
-fn ptr_arg<T>(v: &mut T) -> *mut c_void {
-    (v as *mut T).cast()
-}
-
 impl GpuNtt {
     /// Loads the NTT kernels on `gpu`; buffers from the driver.
     pub fn new(gpu: Arc<Gpu>) -> Result<Self, NttError> {
@@ -199,24 +148,17 @@ impl GpuNtt {
     /// (tables, the host-level API's buffers) comes from `memory`.
     pub fn with_memory(memory: DeviceMemory) -> Result<Self, NttError> {
         let gpu = memory.gpu().clone();
-        let k = |name: &str| gpu.kernel(name).map_err(gpu_err);
+        let k = |id| gpu.kernel(id).map_err(gpu_err);
         let kernels = Kernels {
-            bit_reverse: k("c2_ntt_bit_reverse")?,
-            pass: k("c2_ntt_pass")?,
-            powers: k("c2_powers")?,
-            scale_by_powers: k("c2_scale_by_powers")?,
-            h_pointwise: k("c2_h_pointwise")?,
-        };
-        let copy = gpu.stream().map_err(gpu_err)?;
-        let slot = || -> Result<_, GpuError> {
-            let e = gpu.event()?;
-            e.record(&copy)?; // a slot starts out free
-            Ok((PinnedBuffer::new(&gpu, STAGING_ELEMS)?, e))
+            bit_reverse: k(KernelId::NttBitReverse)?,
+            pass: k(KernelId::NttPass)?,
+            powers: k(KernelId::Powers)?,
+            scale_by_powers: k(KernelId::ScaleByPowers)?,
+            h_pointwise: k(KernelId::HPointwise)?,
         };
         let io = HostIo {
             compute: gpu.stream().map_err(gpu_err)?,
-            slots: [slot().map_err(gpu_err)?, slot().map_err(gpu_err)?],
-            copy,
+            stager: Stager::new(&gpu, STAGING_BYTES).map_err(gpu_err)?,
         };
         Ok(Self { gpu, memory, kernels, tables: Mutex::new(Vec::new()), io: Mutex::new(io) })
     }
@@ -257,27 +199,11 @@ impl GpuNtt {
         let half = (n / 2).max(1);
         let tw_tables = up(power_tables(d.omega(), Scalar::ONE, half))?;
         let twiddles = self.memory.alloc::<Scalar>(half).map_err(gpu_err)?;
-        let (mut out, mut hi, mut lo, mut count, mut lo_bits) =
-            (twiddles.device_ptr(), tw_tables.0.device_ptr(), tw_tables.1.device_ptr(), half as u64, LO_BITS);
-        // SAFETY: buffers sized for `count` and the tables' index ranges.
-        unsafe {
-            self.kernels
-                .powers
-                .launch(
-                    stream,
-                    grid_for(half),
-                    EW_THREADS,
-                    0,
-                    &mut [
-                        ptr_arg(&mut out),
-                        ptr_arg(&mut hi),
-                        ptr_arg(&mut lo),
-                        ptr_arg(&mut count),
-                        ptr_arg(&mut lo_bits),
-                    ],
-                )
-                .map_err(gpu_err)?;
-        }
+        // c2_powers(fr_t* out, const fr_t* hi, const fr_t* lo, uint64_t n, uint32_t lo_bits)
+        let args = (twiddles.device_ptr(), tw_tables.0.device_ptr(), tw_tables.1.device_ptr(), half as u64, LO_BITS);
+        // SAFETY: buffers sized for `n` and the tables' index ranges.
+        unsafe { self.kernels.powers.launch(stream, Launch::new(grid_for(half), EW_THREADS), args) }
+            .map_err(gpu_err)?;
         stream.synchronize().map_err(gpu_err)?;
         drop(tw_tables);
         let tables = Tables {
@@ -406,20 +332,11 @@ impl GpuNtt {
         inverse: bool,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        let (mut o, mut i, mut l, mut inv) = (out.device_ptr(), input.device_ptr(), log_n, inverse as u32);
+        // c2_ntt_bit_reverse(fr_t* out, const fr_t* in, uint32_t log_n, uint32_t inverse)
+        let args = (out.device_ptr(), input.device_ptr(), log_n, u32::from(inverse));
         // SAFETY: both buffers hold 2^log_n elements (checked by callers).
-        unsafe {
-            self.kernels
-                .bit_reverse
-                .launch(
-                    stream,
-                    grid_for(1 << log_n),
-                    EW_THREADS,
-                    0,
-                    &mut [ptr_arg(&mut o), ptr_arg(&mut i), ptr_arg(&mut l), ptr_arg(&mut inv)],
-                )
-                .map_err(gpu_err)
-        }
+        unsafe { self.kernels.bit_reverse.launch(stream, Launch::new(grid_for(1 << log_n), EW_THREADS), args) }
+            .map_err(gpu_err)
     }
 
     /// All butterfly stages, grouped into shared-memory passes.
@@ -436,29 +353,12 @@ impl GpuNtt {
             let blocks = (1u64 << log_n) / elems as u64;
             let threads = (elems / 2).clamp(1, PASS_THREADS);
             let shared = elems * std::mem::size_of::<Scalar>() as u32;
-            let (mut d, mut tw, mut l, mut s, mut kk, mut cb) =
-                (data.device_ptr(), t.twiddles.device_ptr(), log_n, s0, k, c_bits);
+            // c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c_bits)
+            let args = (data.device_ptr(), t.twiddles.device_ptr(), log_n, s0, k, c_bits);
+            let dims = Launch::new(blocks as u32, threads).shared(shared);
             // SAFETY: data holds 2^log_n elements, twiddles n/2; the pass
             // touches indices below 2^log_n only.
-            unsafe {
-                self.kernels
-                    .pass
-                    .launch(
-                        stream,
-                        blocks as u32,
-                        threads,
-                        shared,
-                        &mut [
-                            ptr_arg(&mut d),
-                            ptr_arg(&mut tw),
-                            ptr_arg(&mut l),
-                            ptr_arg(&mut s),
-                            ptr_arg(&mut kk),
-                            ptr_arg(&mut cb),
-                        ],
-                    )
-                    .map_err(gpu_err)?;
-            }
+            unsafe { self.kernels.pass.launch(stream, dims, args) }.map_err(gpu_err)?;
             s0 += k;
         }
         Ok(())
@@ -471,27 +371,11 @@ impl GpuNtt {
         n: usize,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        let (mut d, mut hi, mut lo, mut count, mut lo_bits) =
-            (data.device_ptr(), tables.0.device_ptr(), tables.1.device_ptr(), n as u64, LO_BITS);
+        // c2_scale_by_powers(fr_t* data, const fr_t* hi, const fr_t* lo, uint64_t n, uint32_t lo_bits)
+        let args = (data.device_ptr(), tables.0.device_ptr(), tables.1.device_ptr(), n as u64, LO_BITS);
         // SAFETY: tables cover indices < n.
-        unsafe {
-            self.kernels
-                .scale_by_powers
-                .launch(
-                    stream,
-                    grid_for(n),
-                    EW_THREADS,
-                    0,
-                    &mut [
-                        ptr_arg(&mut d),
-                        ptr_arg(&mut hi),
-                        ptr_arg(&mut lo),
-                        ptr_arg(&mut count),
-                        ptr_arg(&mut lo_bits),
-                    ],
-                )
-                .map_err(gpu_err)
-        }
+        unsafe { self.kernels.scale_by_powers.launch(stream, Launch::new(grid_for(n), EW_THREADS), args) }
+            .map_err(gpu_err)
     }
 
     fn pointwise(
@@ -504,21 +388,10 @@ impl GpuNtt {
     ) -> Result<(), NttError> {
         let t = self.tables(log_n, stream)?;
         let n = 1usize << log_n;
-        let (mut pa, mut pb, mut pc, mut z, mut count) =
-            (a.device_ptr(), b.device_ptr(), c.device_ptr(), t.zinv.device_ptr(), n as u64);
+        // c2_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* zinv, uint64_t n)
+        let args = (a.device_ptr(), b.device_ptr(), c.device_ptr(), t.zinv.device_ptr(), n as u64);
         // SAFETY: all three hold n elements.
-        unsafe {
-            self.kernels
-                .h_pointwise
-                .launch(
-                    stream,
-                    grid_for(n),
-                    EW_THREADS,
-                    0,
-                    &mut [ptr_arg(&mut pa), ptr_arg(&mut pb), ptr_arg(&mut pc), ptr_arg(&mut z), ptr_arg(&mut count)],
-                )
-                .map_err(gpu_err)
-        }
+        unsafe { self.kernels.h_pointwise.launch(stream, Launch::new(grid_for(n), EW_THREADS), args) }.map_err(gpu_err)
     }
 
     /// Host-level transform of `v` (length a power of two) in place.
@@ -532,7 +405,7 @@ impl GpuNtt {
         let mut out = self.memory.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
         io.upload(&mut input, v).map_err(gpu_err)?;
         let uploaded = self.gpu.event().map_err(gpu_err)?;
-        uploaded.record(&io.copy).map_err(gpu_err)?;
+        uploaded.record(io.copy()).map_err(gpu_err)?;
         io.compute.wait(&uploaded).map_err(gpu_err)?;
         self.ntt_device(&input, &mut out, log_n, kind, &io.compute)?;
         io.download(&out, as_uninit(v)).map_err(gpu_err)?;
@@ -573,9 +446,9 @@ impl Ntt for GpuNtt {
         for v in [&a, &b, &c] {
             let mut d = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
             io.upload(&mut d, v).map_err(gpu_err)?;
-            d.zero_tail_async(n, &io.copy).map_err(gpu_err)?;
+            d.zero_tail_async(n, io.copy()).map_err(gpu_err)?;
             let e = self.gpu.event().map_err(gpu_err)?;
-            e.record(&io.copy).map_err(gpu_err)?;
+            e.record(io.copy()).map_err(gpu_err)?;
             bufs.push(d);
             events.push(e);
         }

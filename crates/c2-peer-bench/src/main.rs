@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::{create_proof_batch, Proof};
 use blstrs::{Bls12, Scalar};
-use c2_shapes::{random_parameters, ShapedCircuit, SyntheticShape};
+use c2_shapes::{median, random_parameters, ShapedCircuit, SyntheticShape};
 
 /// Prints bellperson's log lines and keeps its synthesis / prover times.
 struct Capture {
@@ -86,11 +86,6 @@ fn usage() -> ! {
         "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH]"
     );
     std::process::exit(2)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn main() {

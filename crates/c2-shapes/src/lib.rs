@@ -2,7 +2,7 @@
 //! parameters cannot be made here (a 32 GiB sector's ~47 GB).
 //!
 //! - [`SyntheticShape`]: the sizes, densities and witness mix of one
-//!   partition (the 32 GiB StackedDrg partition's, FACTS.md), scalable.
+//!   partition (the 32 GiB StackedDrg partition's, ARCHITECTURE.md, "Facts we rely on"), scalable.
 //! - [`ShapedCircuit`]: a bellperson [`Circuit`] of that shape, so provers
 //!   that synthesize circuits themselves (bellperson's CUDA prover,
 //!   SupraSeal C2 through bellperson) and ours prove **the same work**; with
@@ -58,7 +58,7 @@ pub enum ValueClass {
 }
 
 impl SyntheticShape {
-    /// The 32 GiB StackedDrg partition (FACTS.md): 130,278,869 constraints,
+    /// The 32 GiB StackedDrg partition (ARCHITECTURE.md, "Facts we rely on"): 130,278,869 constraints,
     /// 130,169,893 aux, 328 inputs, A 99.7 %, B 25.4 %; aux values 50 % zero,
     /// 46 % one, 4 % full-width (the 512 MiB measurement, rounded toward
     /// more full-width values since the share grows with tree depth).
@@ -267,4 +267,11 @@ impl Circuit<Scalar> for ShapedCircuit {
         }
         Ok(())
     }
+}
+
+/// The median of timing samples (the upper one for an even count; NaN for
+/// none): the figure the benchmarks report.
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples.get(samples.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -10,8 +10,15 @@
 //!   do not verify). The shapes themselves are in `c2-shapes`, a lighter
 //!   crate that the peer provers' benchmark uses without our prover.
 //! - [`cli`]: the argument helpers the examples share.
+//! - `curve_check` (feature `cuda`): the GPU curve formulas against blstrs,
+//!   through the self-test kernel module (c2-cuda's `selftest` feature), so
+//!   production binaries do not carry those kernels.
 #![deny(missing_docs)]
 
 pub mod cli;
+#[cfg(feature = "cuda")]
+pub mod curve_check;
 pub mod demo;
 pub mod synthetic;
+
+pub use c2_shapes::median;

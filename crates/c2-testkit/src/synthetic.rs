@@ -1,7 +1,7 @@
 //! Synthetic partitions of a real circuit's shape, for timing the prover at
 //! scales whose parameters cannot be made here (a 32 GiB sector's ~47 GB).
 //!
-//! The shape is the 32 GiB StackedDrg partition's (FACTS.md): 130,278,869
+//! The shape is the 32 GiB StackedDrg partition's (ARCHITECTURE.md, "Facts we rely on"): 130,278,869
 //! constraints, 130,169,893 aux variables, 328 public inputs, 99.7 % of aux
 //! variables in A and 25.4 % in B. Aux values follow the measured mix (about
 //! half zeros, half ones, a few percent full-width: see BENCHMARKS.md).

@@ -1,6 +1,6 @@
 //! Device memory for porep-c2, reserved once and sub-allocated.
 //!
-//! Prior art measured what goes wrong otherwise (DESIGN.md): freed
+//! Prior art measured what goes wrong otherwise (ARCHITECTURE.md, "Lessons from prior art"): freed
 //! stream-ordered pool memory that synchronous allocations cannot see (OOM
 //! with memory free), and `cudaFree`'s implicit device synchronisation
 //! serialising workers. So a device gets one reservation, sized from the
@@ -36,11 +36,7 @@ pub use pool::VramPool;
 #[cfg(feature = "cuda")]
 mod srs;
 #[cfg(feature = "cuda")]
-mod stage;
-#[cfg(feature = "cuda")]
 pub use srs::{ResidentSrs, SrsCache, SrsSource};
-#[cfg(feature = "cuda")]
-pub use stage::Stager;
 
 /// Offsets handed out are multiples of this (cudaMalloc's own alignment;
 /// coalesced 128-byte accesses need at least that).

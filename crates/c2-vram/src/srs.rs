@@ -1,14 +1,13 @@
 //! Parameter (SRS) residency: each Groth16 parameter set uploaded once per
 //! device and kept while it fits, so a partition moves only its own data
-//! over PCIe (DESIGN.md: two workers re-uploading parameters regressed
+//! over PCIe (ARCHITECTURE.md, "Lessons from prior art": two workers re-uploading parameters regressed
 //! 32.1 -> 41.0 s/proof in prior art).
 
 use std::sync::{Arc, Mutex};
 
 use blstrs::{G1Affine, G2Affine};
-use c2_cuda::{DeviceBuffer, DeviceMemory, Gpu, GpuError};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Gpu, GpuError, Stager};
 
-use crate::stage::Stager;
 use crate::{plan_eviction, ResidentEntry, VramError};
 
 /// The bases of a proof's five MSMs, in host memory (a `Parameters`'
@@ -65,8 +64,8 @@ pub struct SrsCache {
     state: Mutex<(Vec<Entry>, u64)>,
 }
 
-/// Points per pinned staging slot of a parameter upload (96 MiB of G1).
-const STAGING_POINTS: usize = 1 << 20;
+/// Bytes per pinned staging slot of a parameter upload (2^20 G1 points).
+const STAGING_BYTES: usize = 96 << 20;
 
 impl SrsCache {
     /// An empty cache whose sets live in `memory` (the device's pool, so
@@ -153,16 +152,15 @@ impl SrsCache {
     /// no DMA still writes a range that goes back to the pool).
     fn upload(&self, mut srs: ResidentSrs, src: &SrsSource<'_>) -> Result<ResidentSrs, VramError> {
         let gpu = self.gpu();
-        let mut g1 = Stager::<G1Affine>::new(gpu, STAGING_POINTS)?;
-        let mut g2 = Stager::<G2Affine>::new(gpu, STAGING_POINTS / 2)?;
+        let mut stager = Stager::new(gpu, STAGING_BYTES)?;
         let queued = (|| -> Result<(), GpuError> {
-            g1.upload(&mut srs.h, 0, src.h)?;
-            g1.upload(&mut srs.l, 0, src.l)?;
-            g1.upload(&mut srs.a, 0, src.a)?;
-            g1.upload(&mut srs.b_g1, 0, src.b_g1)?;
-            g2.upload(&mut srs.b_g2, 0, src.b_g2)
+            stager.upload(&mut srs.h, 0, src.h)?;
+            stager.upload(&mut srs.l, 0, src.l)?;
+            stager.upload(&mut srs.a, 0, src.a)?;
+            stager.upload(&mut srs.b_g1, 0, src.b_g1)?;
+            stager.upload(&mut srs.b_g2, 0, src.b_g2)
         })();
-        let done = g1.stream().synchronize().and(g2.stream().synchronize());
+        let done = stager.stream().synchronize();
         queued?;
         done?;
         Ok(srs)

@@ -3,7 +3,7 @@
 //! and left on the device, every MSM over parameters kept resident per
 //! device ([`c2_vram::SrsCache`]) or, when they cannot fit, streamed from
 //! host memory in chunks. Blinding and assembly are the CPU path's
-//! ([`crate::groth16`]), so proofs are bit-identical for the same `r`, `s`.
+//! (`groth16`), so proofs are bit-identical for the same `r`, `s`.
 //!
 //! Device memory: [`gpu_backend`] reserves one [`VramPool`] per device (free
 //! memory minus a margin, or a cap: [`GpuBackendConfig::vram`]); the NTT
@@ -23,10 +23,10 @@ use std::time::Instant;
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use c2_core::Synthesized;
-use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stager, Stream};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
-use c2_vram::{ResidentSrs, SrsCache, SrsSource, Stager, VramConfig, VramPool};
+use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
 use crate::backend::{Backend, PartitionJob, PartitionProver, Workers};
 use crate::error::Error;
@@ -44,7 +44,7 @@ pub struct GpuBackendConfig {
     /// Device ordinals; empty = every device the driver lists.
     pub devices: Vec<usize>,
     /// Provers per device: two let one partition's uploads and host work
-    /// overlap another's kernels (DESIGN.md).
+    /// overlap another's kernels (ARCHITECTURE.md, "Lessons from prior art").
     pub workers_per_device: usize,
     /// Keep parameter sets on the devices between partitions and proofs
     /// (when they fit beside the workers' buffers).
@@ -146,15 +146,15 @@ pub struct GpuProver {
     /// Held for a whole partition: one partition at a time per worker, also
     /// when several proofs share the backend (the stream, events and MSM
     /// scratch are the worker's).
-    stager: Mutex<Stager<Scalar>>,
+    stager: Mutex<Stager>,
     marks: [Event; 5],
     /// The device's time origin (shared by its workers).
     epoch: Arc<Event>,
 }
 
-/// Scalars per staging slot (128 MiB): large enough that per-chunk
-/// overheads vanish, small enough to pin once per worker.
-const STAGING_SCALARS: usize = 1 << 22;
+/// Bytes per staging slot (128 MiB, 2^22 scalars): large enough that
+/// per-chunk overheads vanish, small enough to pin once per worker.
+const STAGING_BYTES: usize = 128 << 20;
 
 impl GpuProver {
     /// Worker `worker` of device `device`, sharing the device's memory (the
@@ -174,7 +174,7 @@ impl GpuProver {
         let msm_config = GpuMsmConfig { stage_timing: true, ..config.msm.clone() };
         let msm = GpuMsm::with_memory(memory.clone(), msm_config)?;
         let stream = gpu.stream().map_err(dev)?;
-        let stager = Mutex::new(Stager::new(&gpu, STAGING_SCALARS).map_err(dev)?);
+        let stager = Mutex::new(Stager::new(&gpu, STAGING_BYTES).map_err(dev)?);
         let marks = [(); 5].map(|_| gpu.event());
         let marks = marks.into_iter().collect::<Result<Vec<_>, _>>().map_err(dev)?;
         let marks: [Event; 5] = marks.try_into().map_err(|_| dev(GpuError::Invalid("five events".into())))?;
@@ -197,7 +197,7 @@ impl GpuProver {
 
     /// `v` into `d` (zeros after `v`), through the staging slots on the
     /// copy stream.
-    fn stage(stager: &mut Stager<Scalar>, d: &mut DeviceBuffer<Scalar>, v: &[Scalar]) -> Result<(), GpuError> {
+    fn stage(stager: &mut Stager, d: &mut DeviceBuffer<Scalar>, v: &[Scalar]) -> Result<(), GpuError> {
         stager.upload(d, 0, v)?;
         d.zero_tail_async(v.len(), stager.stream())
     }

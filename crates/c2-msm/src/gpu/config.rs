@@ -1,0 +1,82 @@
+//! Tuning of the GPU MSM.
+
+/// How the bucket sums (step 5) are accumulated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BucketSum {
+    /// Mixed additions into XYZZ accumulators: 8M + 2S each, no inversion,
+    /// the accumulator stays in registers.
+    Xyzz,
+    /// Affine additions, each thread advancing `batch` independent chains in
+    /// lockstep so that one field inversion serves `batch` additions
+    /// (Montgomery's trick): ~6 products + 1/`batch` inversion each, with the
+    /// chain state in device memory (`cuda-kernels/msm/batch_affine.cuh`).
+    BatchedAffine {
+        /// Additions sharing one inversion (chains per thread), >= 1.
+        batch: u32,
+        /// Threads of the accumulation kernel (chains = threads x batch).
+        threads: usize,
+    },
+}
+
+impl BucketSum {
+    /// What the H200 measurements (BENCHMARKS.md, 2026-11-30) chose for a
+    /// Pippenger over `m` full-width scalars: G2 from 2^24 on, batched affine
+    /// with 512 chains per thread on 2^15 threads (G2 2^24: 680 vs 825 ms,
+    /// 2^25: 1315 vs 1574 ms, same run); below that, and for G1 at every
+    /// size measured (2^20-2^27: at best equal), XYZZ.
+    pub fn measured_default(xyzz_bytes: usize, m: usize) -> Self {
+        if xyzz_bytes > 192 && m >= 1 << 24 {
+            BucketSum::BatchedAffine { batch: 512, threads: 1 << 15 }
+        } else {
+            BucketSum::Xyzz
+        }
+    }
+}
+
+/// Tuning of the GPU MSM; `Default` picks everything from n and the device.
+#[derive(Clone, Debug)]
+pub struct GpuMsmConfig {
+    /// Window width c (2..=24); `None` chooses it from the number of
+    /// full-width scalars (2..=16, see [`super::plan_windows`]).
+    pub window_bits: Option<u32>,
+    /// Device memory the MSM may use for scratch and streamed bases, bytes;
+    /// `None` = free memory at call time minus `reserve_bytes`.
+    pub memory_budget: Option<usize>,
+    /// Device memory left free when the budget comes from the driver.
+    pub reserve_bytes: usize,
+    /// Bases per streamed chunk (host-resident bases that exceed the
+    /// budget, or always when `force_streaming`).
+    pub stream_chunk: usize,
+    /// Stream host bases in chunks even when they would fit (tests).
+    pub force_streaming: bool,
+    /// Threads the bucket kernels aim to run at once (segments, chunks).
+    pub target_threads: usize,
+    /// Bucket accumulation with the mixed addition inlined into its loop
+    /// (`c2_*_msm_accumulate_inl`) instead of called ([`BucketSum::Xyzz`]).
+    pub inline_bucket_add: bool,
+    /// Bucket accumulation; `None` = the measured choice for the curve and
+    /// the number of full-width scalars ([`BucketSum::measured_default`]).
+    pub bucket_sum: Option<BucketSum>,
+    /// Record CUDA events between the stages of every MSM; read them with
+    /// [`super::GpuMsm::last_stage_times`] (costs a few microseconds per stage).
+    pub stage_timing: bool,
+}
+
+impl Default for GpuMsmConfig {
+    fn default() -> Self {
+        Self {
+            window_bits: None,
+            memory_budget: None,
+            reserve_bytes: 1 << 30,
+            stream_chunk: 1 << 24,
+            force_streaming: false,
+            // 132 SMs x ~1000 resident threads on an H200.
+            target_threads: 1 << 17,
+            stage_timing: false,
+            // 7-8 % faster at 2^24..2^27 (G1 and G2) on the H200; costs
+            // ~50 s more nvcc time per architecture.
+            inline_bucket_add: true,
+            bucket_sum: None,
+        }
+    }
+}

@@ -1,0 +1,92 @@
+//! Scalars and density masks on the device.
+
+use std::marker::PhantomData;
+
+use blstrs::Scalar;
+use c2_cuda::DeviceBuffer;
+
+use crate::MaskShape;
+
+/// Scalars on the device, in one of the two forms the MSM reads (the
+/// conversion to canonical integers happens in the split kernel), possibly a
+/// prefix of a larger buffer (e.g. the `2^k − 1` coefficients of H in a
+/// `2^k` buffer).
+#[derive(Clone, Copy)]
+pub struct DeviceScalars<'a> {
+    ptr: u64,
+    len: usize,
+    montgomery: bool,
+    _buffer: PhantomData<&'a ()>,
+}
+
+impl<'a> DeviceScalars<'a> {
+    /// `blstrs::Scalar`'s in-memory form (Montgomery), as synthesis makes
+    /// them.
+    pub fn montgomery(buffer: &'a DeviceBuffer<Scalar>) -> Self {
+        Self { ptr: buffer.device_ptr(), len: buffer.len(), montgomery: true, _buffer: PhantomData }
+    }
+
+    /// Canonical little-endian 256-bit integers (`Scalar::to_repr` as u64
+    /// words); values >= r are reduced.
+    pub fn canonical(buffer: &'a DeviceBuffer<[u64; 4]>) -> Self {
+        Self { ptr: buffer.device_ptr(), len: buffer.len(), montgomery: false, _buffer: PhantomData }
+    }
+
+    /// The first `len` scalars only (no-op when `len` is larger).
+    pub fn prefix(self, len: usize) -> Self {
+        Self { len: len.min(self.len), ..self }
+    }
+
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(super) fn ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    pub(super) fn montgomery_flag(&self) -> u64 {
+        u64::from(self.montgomery)
+    }
+}
+
+/// A density mask on the device: the bit words and, per word, the number of
+/// set bits before it (computed on the GPU).
+pub struct DeviceDensity {
+    pub(super) words: DeviceBuffer<u64>,
+    pub(super) ranks: DeviceBuffer<u32>,
+    pub(super) len: usize,
+    pub(super) set: usize,
+}
+
+impl DeviceDensity {
+    /// Bits in the mask (= scalars of the query).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True for an empty mask.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Set bits (= bases needed).
+    pub fn count_ones(&self) -> usize {
+        self.set
+    }
+}
+
+impl MaskShape for DeviceDensity {
+    fn bits(&self) -> usize {
+        self.len
+    }
+    fn ones(&self) -> usize {
+        self.set
+    }
+}

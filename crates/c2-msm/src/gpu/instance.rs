@@ -1,0 +1,289 @@
+//! One GPU MSM instance: its kernels, streams, scratch and budget, and the
+//! helpers every run uses (the density-mask upload, prefix sums).
+
+use std::sync::{Arc, Mutex};
+
+use blstrs::Scalar;
+use c2_cuda::{
+    CurveId, CurveStep, DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Kernel, KernelId, Launch, Stager, Stream,
+};
+
+use crate::{check_shape, Density, MsmError};
+
+use super::config::GpuMsmConfig;
+use super::curve::GpuCurve;
+use super::inputs::DeviceDensity;
+use super::scratch::{Scratch, Slot};
+
+pub(super) fn gpu_err(e: GpuError) -> MsmError {
+    MsmError::Gpu(e)
+}
+
+/// Threads per block of the curve kernels (G2 points take ~100 registers
+/// per accumulator; 128 threads keep a block's registers within one SM).
+pub(super) const CURVE_THREADS: u32 = 128;
+/// Threads per block of the integer kernels.
+pub(super) const INT_THREADS: u32 = 256;
+/// Values per block of `c2_scan_blocks` (4 per thread, 1024 threads).
+pub(super) const SCAN_BLOCK: usize = 4096;
+/// Group size of the tree sums (ones, window results).
+pub(super) const SUM_GROUP: usize = 32;
+/// Base indices carry the sign in bit 31.
+pub(super) const MAX_BASES: usize = 1 << 31;
+
+pub(super) struct Kernels {
+    pub(super) mask_popc: Kernel,
+    pub(super) split: Kernel,
+    pub(super) histogram: Kernel,
+    pub(super) scatter: Kernel,
+    pub(super) scan_blocks: Kernel,
+    pub(super) scan_add: Kernel,
+}
+
+/// The curve-dependent kernels of one group.
+pub(super) struct CurveKernels {
+    pub(super) accumulate: Kernel,
+    pub(super) accumulate_inline: Kernel,
+    pub(super) accumulate_affine: Kernel,
+    pub(super) fixup: Kernel,
+    pub(super) reduce: Kernel,
+    pub(super) sum_groups: Kernel,
+    pub(super) sum_gathered: Kernel,
+    pub(super) to_affine: Kernel,
+}
+
+impl CurveKernels {
+    fn load(gpu: &Gpu, curve: CurveId) -> Result<Self, GpuError> {
+        let k = |step| gpu.kernel(KernelId::Curve(curve, step));
+        Ok(Self {
+            accumulate: k(CurveStep::Accumulate)?,
+            accumulate_inline: k(CurveStep::AccumulateInline)?,
+            accumulate_affine: k(CurveStep::AccumulateAffine)?,
+            fixup: k(CurveStep::Fixup)?,
+            reduce: k(CurveStep::Reduce)?,
+            sum_groups: k(CurveStep::SumGroups)?,
+            sum_gathered: k(CurveStep::SumGathered)?,
+            to_affine: k(CurveStep::ToAffine)?,
+        })
+    }
+}
+
+/// Streams and the events that order streamed-base uploads.
+pub(super) struct Streams {
+    pub(super) compute: Stream,
+    /// The pinned staging path for streamed bases (its copy stream carries
+    /// the uploads); made on the first streamed MSM, so an instance whose
+    /// bases are resident pins no host memory.
+    pub(super) stager: Option<Stager>,
+    /// Per upload slot: the upload finished / the kernels reading it finished.
+    pub(super) ready: [Event; 2],
+    pub(super) free: [Event; 2],
+}
+
+/// Bytes per pinned staging slot of streamed bases (two slots per instance).
+pub(super) const STAGING_BYTES: usize = 64 << 20;
+
+/// A grid that covers `n` items with `block` threads, capped (kernels loop).
+pub(super) fn grid(n: usize, block: u32) -> u32 {
+    n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
+}
+
+/// Pippenger MSMs on one GPU. One MSM runs at a time per instance (the
+/// scratch is reused); make one instance per device, or several for
+/// concurrent MSMs on one device.
+pub struct GpuMsm {
+    pub(super) gpu: Arc<Gpu>,
+    /// Source of scratch, streamed-base slots and density masks.
+    pub(super) memory: DeviceMemory,
+    pub(super) config: GpuMsmConfig,
+    pub(super) kernels: Kernels,
+    pub(super) g1: CurveKernels,
+    pub(super) g2: CurveKernels,
+    pub(super) state: Mutex<(Streams, Scratch)>,
+    pub(super) stages: Mutex<Vec<(&'static str, f32)>>,
+}
+
+impl GpuMsm {
+    /// Loads the kernels on `gpu` with the default configuration.
+    pub fn new(gpu: Arc<Gpu>) -> Result<Self, MsmError> {
+        Self::with_config(gpu, GpuMsmConfig::default())
+    }
+
+    /// Loads the kernels on `gpu`; buffers from the driver.
+    pub fn with_config(gpu: Arc<Gpu>, config: GpuMsmConfig) -> Result<Self, MsmError> {
+        Self::with_memory(DeviceMemory::driver(gpu), config)
+    }
+
+    /// Loads the kernels on `memory`'s device; every device buffer of the
+    /// MSMs (scratch, streamed bases, density masks) comes from `memory`.
+    pub fn with_memory(memory: DeviceMemory, config: GpuMsmConfig) -> Result<Self, MsmError> {
+        let gpu = memory.gpu().clone();
+        let k = |id| gpu.kernel(id).map_err(gpu_err);
+        let kernels = Kernels {
+            mask_popc: k(KernelId::MsmMaskPopc)?,
+            split: k(KernelId::MsmSplit)?,
+            histogram: k(KernelId::MsmHistogram)?,
+            scatter: k(KernelId::MsmScatter)?,
+            scan_blocks: k(KernelId::ScanBlocks)?,
+            scan_add: k(KernelId::ScanAdd)?,
+        };
+        let g1 = CurveKernels::load(&gpu, CurveId::G1).map_err(gpu_err)?;
+        let g2 = CurveKernels::load(&gpu, CurveId::G2).map_err(gpu_err)?;
+        let streams = Streams {
+            compute: gpu.stream().map_err(gpu_err)?,
+            stager: None,
+            ready: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
+            free: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
+        };
+        Ok(Self {
+            gpu,
+            memory,
+            config,
+            kernels,
+            g1,
+            g2,
+            state: Mutex::new((streams, Scratch::new())),
+            stages: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The device.
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GpuMsmConfig {
+        &self.config
+    }
+
+    /// Kernel milliseconds per stage of the last MSM run (split, ones, sort,
+    /// accumulate, fixup, reduce, window sums, affine), with
+    /// `config.stage_timing` on; empty otherwise.
+    pub fn last_stage_times(&self) -> Vec<(&'static str, f32)> {
+        self.stages.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+
+    pub(super) fn curve<C: GpuCurve>(&self) -> &CurveKernels {
+        if C::CURVE == CurveId::G1 {
+            &self.g1
+        } else {
+            &self.g2
+        }
+    }
+
+    pub(super) fn budget(&self) -> Result<usize, MsmError> {
+        match self.config.memory_budget {
+            Some(b) => Ok(b),
+            None => {
+                let free = self.memory.available().map_err(gpu_err)?;
+                Ok(free.saturating_sub(self.config.reserve_bytes))
+            }
+        }
+    }
+
+    /// Uploads a density mask and computes its per-word ranks on the GPU.
+    pub fn upload_density(&self, mask: &Density) -> Result<DeviceDensity, MsmError> {
+        let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let s = &streams.compute;
+        let w = mask.as_words();
+        let mut words = self.memory.alloc::<u64>(w.len()).map_err(gpu_err)?;
+        words.upload_async(0, w, s).map_err(gpu_err)?;
+        let mut ranks = self.memory.alloc::<u32>(w.len() + 1).map_err(gpu_err)?;
+        ranks.zero_async(0, w.len() + 1, s).map_err(gpu_err)?;
+        // SAFETY: reads w.len() words, writes as many ranks.
+        unsafe {
+            self.kernels
+                .mask_popc
+                .launch(
+                    s,
+                    Launch::new(grid(w.len(), INT_THREADS), INT_THREADS),
+                    (words.device_ptr(), w.len() as u64, ranks.device_ptr()),
+                )
+                .map_err(gpu_err)?;
+        }
+        self.scan(&mut ranks, w.len() + 1, &mut scratch.scan_tmp, s)?;
+        s.synchronize().map_err(gpu_err)?;
+        Ok(DeviceDensity { words, ranks, len: mask.len(), set: mask.count_ones() })
+    }
+
+    /// Exclusive prefix sum of `data[..n]` in place (u32, totals < 2^32).
+    pub(super) fn scan(
+        &self,
+        data: &mut DeviceBuffer<u32>,
+        n: usize,
+        tmp: &mut Slot<u32>,
+        s: &Stream,
+    ) -> Result<(), MsmError> {
+        // Level sizes: n, n/4096, ... down to one block.
+        let mut levels = vec![n];
+        while *levels.last().expect("non-empty") > SCAN_BLOCK {
+            levels.push(levels.last().expect("non-empty").div_ceil(SCAN_BLOCK));
+        }
+        let tmp_len: usize = levels.iter().map(|l| l.div_ceil(SCAN_BLOCK)).sum();
+        let tmp = tmp.get((&self.memory, s), tmp_len).map_err(gpu_err)?;
+        // Pointers of each level's data: level 0 is `data`, level i > 0 the
+        // block sums of level i - 1 inside tmp.
+        let mut ptrs = vec![data.device_ptr()];
+        let mut off = 0usize;
+        for l in &levels {
+            ptrs.push(tmp.device_ptr() + 4 * off as u64);
+            off += l.div_ceil(SCAN_BLOCK);
+        }
+        for (i, &len) in levels.iter().enumerate() {
+            // SAFETY: level i has len values at ptrs[i]; its block sums go
+            // to ptrs[i + 1], sized len / 4096 rounded up.
+            unsafe {
+                self.kernels
+                    .scan_blocks
+                    .launch(s, Launch::new(len.div_ceil(SCAN_BLOCK) as u32, 1024), (ptrs[i], len as u64, ptrs[i + 1]))
+                    .map_err(gpu_err)?;
+            }
+        }
+        for (i, &len) in levels.iter().enumerate().rev() {
+            if len <= SCAN_BLOCK {
+                continue; // one block: already complete
+            }
+            // SAFETY: adds the scanned block sums at ptrs[i + 1] to level i.
+            unsafe {
+                self.kernels
+                    .scan_add
+                    .launch(s, Launch::new(grid(len, INT_THREADS), INT_THREADS), (ptrs[i], len as u64, ptrs[i + 1]))
+                    .map_err(gpu_err)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Uploads scalars (pageable host memory; the driver stages them).
+    pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceBuffer<Scalar>, MsmError> {
+        let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let mut d = self.memory.alloc::<Scalar>(scalars.len()).map_err(gpu_err)?;
+        d.upload_async(0, scalars, &streams.compute).map_err(gpu_err)?;
+        streams.compute.synchronize().map_err(gpu_err)?;
+        Ok(d)
+    }
+}
+
+pub(super) fn poisoned() -> MsmError {
+    MsmError::Backend { backend: "cuda", message: "GPU MSM state poisoned by an earlier panic".into() }
+}
+
+pub(super) fn too_many(n: usize) -> MsmError {
+    MsmError::Backend { backend: "cuda", message: format!("{n} bases: the GPU MSM takes fewer than 2^31 per call") }
+}
+
+/// [`check_shape`] plus the GPU's own limit (2^31 bases per call: u32
+/// entry indices).
+pub(super) fn check_shape_device(
+    query: &'static str,
+    bases: usize,
+    scalars: usize,
+    mask: Option<&DeviceDensity>,
+) -> Result<usize, MsmError> {
+    let needed = check_shape(query, bases, scalars, mask)?;
+    if needed >= MAX_BASES {
+        return Err(too_many(needed));
+    }
+    Ok(needed)
+}

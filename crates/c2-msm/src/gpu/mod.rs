@@ -1,0 +1,37 @@
+//! The GPU MSM (feature `cuda`): Pippenger with signed-digit windows, a
+//! counting sort of (bucket, base) entries, segment-balanced bucket sums in
+//! XYZZ coordinates and chunked running-sum reduction, all in
+//! `cuda-kernels/msm/pippenger.cuh`; G1 and G2 from the same templates.
+//!
+//! Scalars equal to 0 (or masked out by a [`crate::Density`]) are dropped and
+//! scalars equal to 1 are summed by plain additions; the split runs on the
+//! GPU. Bases can be resident (a `DeviceBuffer` the caller uploaded once)
+//! or streamed from host memory in chunks, the next chunk's upload on a copy
+//! stream overlapping the current chunk's kernels.
+//!
+//! One module per job, each importing only those before it: `config`
+//! (tuning), `curve` (the groups), `inputs` (scalars and masks on the
+//! device), `plan` (window plans and scratch shapes, pure functions),
+//! `scratch` (device scratch slots), `instance` ([`GpuMsm`]: kernels,
+//! streams, budget, mask upload, prefix sums), `pippenger` (the bucket
+//! pipeline of one run), `resident` (bases on the device), `streaming`
+//! (bases from host memory, and the host-level [`crate::Msm`] trait). This
+//! module only declares and re-exports them.
+
+mod config;
+mod curve;
+mod inputs;
+mod instance;
+mod pippenger;
+mod plan;
+mod resident;
+mod scratch;
+mod streaming;
+#[cfg(test)]
+mod tests;
+
+pub use config::{BucketSum, GpuMsmConfig};
+pub use curve::{GpuCurve, G1, G2};
+pub use inputs::{DeviceDensity, DeviceScalars};
+pub use instance::GpuMsm;
+pub use plan::{plan_windows, ScratchShape, WindowPlan};

@@ -1,0 +1,409 @@
+//! One Pippenger run on the device: the 0/1 split, the ones' tree sum, the
+//! counting sort by bucket, the bucket sums (XYZZ or batched affine), the
+//! fix-up, the running sums and the window points.
+
+use std::sync::Arc;
+
+use c2_cuda::{Event, Gpu, Launch, Stream};
+use group::prime::PrimeCurveAffine;
+use group::Group;
+
+use crate::MsmError;
+
+use super::config::BucketSum;
+use super::curve::GpuCurve;
+use super::inputs::{DeviceDensity, DeviceScalars};
+use super::instance::{gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, SUM_GROUP};
+use super::plan::{plan_windows, ScratchShape, WindowPlan};
+use super::scratch::Scratch;
+
+/// Kernel time per stage from CUDA events: `mark(name)` closes the stage
+/// `name` that began at the previous mark.
+pub(super) struct StageClock {
+    pub(super) marks: Vec<(&'static str, Event)>,
+    pub(super) gpu: Option<Arc<Gpu>>,
+}
+
+impl StageClock {
+    pub(super) fn new(gpu: &Arc<Gpu>, on: bool, s: &Stream) -> Result<Self, MsmError> {
+        let mut c = Self { marks: Vec::new(), gpu: on.then(|| gpu.clone()) };
+        c.mark("start", s)?;
+        Ok(c)
+    }
+
+    pub(super) fn mark(&mut self, name: &'static str, s: &Stream) -> Result<(), MsmError> {
+        if let Some(g) = &self.gpu {
+            let e = g.event().map_err(gpu_err)?;
+            e.record(s).map_err(gpu_err)?;
+            self.marks.push((name, e));
+        }
+        Ok(())
+    }
+
+    /// Milliseconds per stage name, summed over passes (events complete).
+    pub(super) fn totals(&self) -> Result<Vec<(&'static str, f32)>, MsmError> {
+        let mut out: Vec<(&'static str, f32)> = Vec::new();
+        for w in self.marks.windows(2) {
+            let ms = w[1].1.elapsed_ms(&w[0].1).map_err(gpu_err)?;
+            match out.iter_mut().find(|(n, _)| *n == w[1].0) {
+                Some((_, t)) => *t += ms,
+                None => out.push((w[1].0, ms)),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// What a streamed or resident run needs to know about its bases.
+pub(super) struct BaseRange {
+    pub(super) ptr: u64,
+    pub(super) lo: usize,
+    pub(super) hi: usize,
+}
+
+/// The full-width scalars of one run after the split, and what every
+/// window pass needs of the run.
+struct Others<'a> {
+    range: &'a BaseRange,
+    /// Device address of the kept scalars (canonical) and of their base
+    /// indices.
+    others: u64,
+    others_base: u64,
+    /// How many were kept.
+    m: usize,
+    plan: WindowPlan,
+    bucket_sum: BucketSum,
+    shape: ScratchShape,
+    /// Device address of the final points: [ones, window 0, window 1, ...].
+    finals: u64,
+}
+
+impl GpuMsm {
+    /// One Pippenger over the bases `range.lo..range.hi` (at `range.ptr`).
+    pub(super) fn run<C: GpuCurve>(
+        &self,
+        streams: &Streams,
+        scratch: &mut Scratch,
+        range: &BaseRange,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        let n = scalars.len();
+        if n == 0 || range.hi <= range.lo {
+            return Ok(C::Projective::identity());
+        }
+        let s = &streams.compute;
+        let g = (&self.memory, s);
+        let e = gpu_err;
+        let xyzz = std::mem::size_of::<C::Xyzz>();
+        let xw = xyzz / 8;
+        let kc = self.curve::<C>();
+
+        let mut clock = StageClock::new(&self.gpu, self.config.stage_timing, s)?;
+        // 1. Split on the GPU: zeros dropped, ones listed, others kept.
+        let counters = scratch.counters.get(g, 2).map_err(e)?;
+        counters.zero_async(0, 2, s).map_err(e)?;
+        let others = scratch.others.get(g, n).map_err(e)?.device_ptr();
+        let others_base = scratch.others_base.get(g, n).map_err(e)?.device_ptr();
+        let ones_base = scratch.ones_base.get(g, n).map_err(e)?.device_ptr();
+        let (mask_ptr, rank_ptr) = mask.map_or((0, 0), |m| (m.words.device_ptr(), m.ranks.device_ptr()));
+        // SAFETY: n scalars in, at most n entries per output list.
+        unsafe {
+            self.kernels.split.launch(
+                s,
+                Launch::new(grid(n, INT_THREADS), INT_THREADS),
+                (
+                    scalars.ptr(),
+                    n as u64,
+                    mask_ptr,
+                    rank_ptr,
+                    scalars.montgomery_flag(),
+                    range.lo as u64,
+                    range.hi as u64,
+                    others,
+                    others_base,
+                    ones_base,
+                    counters.device_ptr(),
+                ),
+            )
+        }
+        .map_err(e)?;
+        clock.mark("split", s)?;
+        let mut count = [0u32; 2];
+        counters.download_async(0, &mut count, s).map_err(e)?;
+        s.synchronize().map_err(e)?;
+        let (m, ones) = (count[0] as usize, count[1] as usize);
+
+        let bucket_sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
+        let shape = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads);
+        // Final points (affine on the host): [ones, window 0, window 1, ...].
+        let plan = match m {
+            0 => None,
+            _ => Some(plan_windows(m, self.config.window_bits, self.budget()?, &shape)?),
+        };
+        let windows = plan.map_or(0, |p| p.windows as usize);
+        let finals = scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr();
+
+        // 2. Ones: tree sums of gathered bases.
+        if ones > 0 {
+            let group = (ones / self.config.target_threads).max(SUM_GROUP);
+            let partial = ones.div_ceil(group);
+            let out = scratch.sums[0].get(g, partial * xw).map_err(e)?.device_ptr();
+            // SAFETY: `ones` indices below range.hi - range.lo; partial outputs.
+            unsafe {
+                kc.sum_gathered.launch(
+                    s,
+                    Launch::new(grid(partial, CURVE_THREADS), CURVE_THREADS),
+                    (range.ptr, ones_base, ones as u64, group as u64, out),
+                )
+            }
+            .map_err(e)?;
+            self.tree_sum::<C>(s, scratch, out, partial, 1, finals)?;
+        } else {
+            // XYZZ infinity has ZZ = 0; all-zero bytes are one.
+            let f = scratch.finals.buf.as_mut().expect("allocated above");
+            f.zero_async(0, xw, s).map_err(e)?;
+        }
+
+        clock.mark("ones", s)?;
+        // 3. Others: Pippenger, `per_pass` windows at a time.
+        if let Some(plan) = plan {
+            let sorted = Others { range, others, others_base, m, plan, bucket_sum, shape, finals };
+            let mut w0 = 0u32;
+            while w0 < plan.windows {
+                let wn = plan.per_pass.min(plan.windows - w0);
+                self.window_pass::<C>(streams, scratch, &sorted, w0, wn, &mut clock)?;
+                w0 += wn;
+            }
+        }
+
+        // 4. Affine on the GPU, combine on the host.
+        let points = 1 + windows;
+        let aff = scratch.affine.get::<C::Affine>(g, points).map_err(e)?;
+        // SAFETY: points XYZZ in, as many affine out.
+        unsafe {
+            kc.to_affine.launch(
+                s,
+                Launch::new(grid(points, CURVE_THREADS), CURVE_THREADS),
+                (finals, points as u64, aff.device_ptr()),
+            )
+        }
+        .map_err(e)?;
+        let mut host = vec![C::Affine::identity(); points];
+        clock.mark("affine", s)?;
+        aff.download_async(0, &mut host, s).map_err(e)?;
+        s.synchronize().map_err(e)?;
+        if self.config.stage_timing {
+            *self.stages.lock().map_err(|_| poisoned())? = clock.totals()?;
+        }
+        let mut acc = C::Projective::identity();
+        if let Some(plan) = plan {
+            for w in (0..windows).rev() {
+                for _ in 0..plan.c {
+                    acc = acc.double();
+                }
+                acc += host[1 + w].to_curve();
+            }
+        }
+        Ok(acc + host[0].to_curve())
+    }
+
+    /// Windows `w0..w0 + wn` of the full-width scalars: counting sort by
+    /// bucket, bucket sums, fix-up, running sums, and the window points into
+    /// `finals` (after the ones' point).
+    fn window_pass<C: GpuCurve>(
+        &self,
+        streams: &Streams,
+        scratch: &mut Scratch,
+        o: &Others<'_>,
+        w0: u32,
+        wn: u32,
+        clock: &mut StageClock,
+    ) -> Result<(), MsmError> {
+        let s = &streams.compute;
+        let g = (&self.memory, s);
+        let e = gpu_err;
+        let xyzz = std::mem::size_of::<C::Xyzz>();
+        let xw = xyzz / 8;
+        let kc = self.curve::<C>();
+        let Others { range, others, others_base, m, plan, bucket_sum, shape, finals } = *o;
+        let nb = plan.buckets();
+        let nbk = wn as usize * nb;
+        let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
+        counts.zero_async(0, nbk + 1, s).map_err(e)?;
+        let c = plan.c as u64;
+        // SAFETY: m canonical scalars; counts has nbk + 1 slots.
+        unsafe {
+            self.kernels.histogram.launch(
+                s,
+                Launch::new(grid(m, INT_THREADS), INT_THREADS),
+                (others, m as u64, c, w0 as u64, wn as u64, counts.device_ptr()),
+            )
+        }
+        .map_err(e)?;
+        let counts_ptr = counts.device_ptr();
+        self.scan(scratch.counts.get(g, nbk + 1).map_err(e)?, nbk + 1, &mut scratch.scan_tmp, s)?;
+        let cursor = scratch.cursor.get(g, nbk).map_err(e)?;
+        let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
+        cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
+        let max_entries = m * wn as usize;
+        let entries = scratch.entries.get(g, max_entries).map_err(e)?.device_ptr();
+        // SAFETY: every nonzero digit gets one slot below off[nbk].
+        unsafe {
+            self.kernels.scatter.launch(
+                s,
+                Launch::new(grid(m, INT_THREADS), INT_THREADS),
+                (others, others_base, m as u64, c, w0 as u64, wn as u64, cursor.device_ptr(), entries),
+            )
+        }
+        .map_err(e)?;
+
+        clock.mark("sort", s)?;
+        // Segments: enough for the target thread count (times the
+        // chains per thread), >= 8 entries. XYZZ segments also span
+        // >= 4 average buckets: measured on the H200, with segments
+        // about one bucket long (G2 2^20 at c = 14, G1 2^24 PoRep mix)
+        // the fix-up took 78 / 18 ms instead of ~1-2 ms.
+        let avg_bucket = m.div_ceil(nb);
+        let seg = match bucket_sum {
+            BucketSum::Xyzz => max_entries.div_ceil(self.config.target_threads).max(8).max(4 * avg_bucket),
+            BucketSum::BatchedAffine { .. } => max_entries.div_ceil(shape.segments(max_entries)).max(8),
+        };
+        let nseg = max_entries.div_ceil(seg);
+        let buckets = scratch.buckets.get(g, nbk * xw).map_err(e)?.device_ptr();
+        let head = scratch.head.get(g, nseg * xw).map_err(e)?.device_ptr();
+        let tail = scratch.tail.get(g, nseg * xw).map_err(e)?.device_ptr();
+        match bucket_sum {
+            BucketSum::Xyzz => {
+                let k = if self.config.inline_bucket_add { &kc.accumulate_inline } else { &kc.accumulate };
+                // SAFETY: kernels stay within nbk buckets and nseg segments.
+                unsafe {
+                    k.launch(
+                        s,
+                        Launch::new(grid(nseg, CURVE_THREADS), CURVE_THREADS),
+                        (range.ptr, entries, counts_ptr, nbk as u64, seg as u64, buckets, head, tail),
+                    )
+                }
+                .map_err(e)?;
+            }
+            BucketSum::BatchedAffine { batch, .. } => {
+                let batch = batch.max(1) as usize;
+                // Chain state: affine accumulator (xyzz / 2 bytes),
+                // prefix product (xyzz / 4), bucket word.
+                let acc = scratch.chain_acc.get(g, nseg * xw / 2).map_err(e)?.device_ptr();
+                let prefix = scratch.chain_prefix.get(g, nseg * xw / 4).map_err(e)?.device_ptr();
+                let cur = scratch.chain_bucket.get(g, nseg).map_err(e)?.device_ptr();
+                // SAFETY: grid * block * batch >= nseg (nseg <=
+                // target_threads * batch, far below the grid cap); the
+                // kernel touches chain slots < nseg only.
+                unsafe {
+                    kc.accumulate_affine.launch(
+                        s,
+                        Launch::new(grid(nseg.div_ceil(batch), CURVE_THREADS), CURVE_THREADS),
+                        (
+                            range.ptr,
+                            entries,
+                            counts_ptr,
+                            nbk as u64,
+                            seg as u64,
+                            batch as u64,
+                            acc,
+                            prefix,
+                            cur,
+                            buckets,
+                            head,
+                            tail,
+                        ),
+                    )
+                }
+                .map_err(e)?;
+            }
+        }
+        clock.mark("accumulate", s)?;
+        // SAFETY: reads off[..=nbk] and the partials accumulate wrote.
+        unsafe {
+            kc.fixup.launch(
+                s,
+                Launch::new(grid(nbk, CURVE_THREADS), CURVE_THREADS),
+                (counts_ptr, nbk as u64, seg as u64, buckets, head, tail),
+            )
+        }
+        .map_err(e)?;
+
+        clock.mark("fixup", s)?;
+        // Running sums over chunks of q buckets per window.
+        let chunks_per_window = (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
+        let q = nb / chunks_per_window;
+        let parts = wn as usize * chunks_per_window;
+        let out = scratch.sums[0].get(g, parts * xw).map_err(e)?.device_ptr();
+        // SAFETY: wn * nb buckets in, parts points out.
+        unsafe {
+            kc.reduce.launch(
+                s,
+                Launch::new(grid(parts, CURVE_THREADS), CURVE_THREADS),
+                (buckets, wn as u64, nb as u64, q as u64, out),
+            )
+        }
+        .map_err(e)?;
+        clock.mark("reduce", s)?;
+        let dst = finals + ((1 + w0 as usize) * xyzz) as u64;
+        self.tree_sum::<C>(s, scratch, out, parts, wn as usize, dst)?;
+        clock.mark("window sums", s)?;
+        Ok(())
+    }
+
+    /// Sums `n` XYZZ points at `src` that form `outputs` equal groups
+    /// (n / outputs a power of two, or outputs = 1) into `outputs` points at
+    /// `dst`, 32 at a time.
+    pub(super) fn tree_sum<C: GpuCurve>(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        src: u64,
+        n: usize,
+        outputs: usize,
+        dst: u64,
+    ) -> Result<(), MsmError> {
+        let xw = std::mem::size_of::<C::Xyzz>() / 8;
+        let kc = self.curve::<C>();
+        let mut cur = src;
+        let mut len = n;
+        let mut flip = 1;
+        while len > outputs {
+            let per = len / outputs;
+            let group = if outputs == 1 { SUM_GROUP.min(len) } else { SUM_GROUP.min(per) };
+            let next_len = len.div_ceil(group);
+            let out = if next_len == outputs {
+                dst
+            } else {
+                let b = scratch.sums[flip].get((&self.memory, s), next_len * xw).map_err(gpu_err)?.device_ptr();
+                flip ^= 1;
+                b
+            };
+            // SAFETY: len points in, next_len out.
+            unsafe {
+                kc.sum_groups.launch(
+                    s,
+                    Launch::new(grid(next_len, CURVE_THREADS), CURVE_THREADS),
+                    (cur, len as u64, group as u64, out),
+                )
+            }
+            .map_err(gpu_err)?;
+            cur = out;
+            len = next_len;
+        }
+        if cur != dst {
+            // One group already (n == outputs): copy through a 1-wide sum.
+            // SAFETY: `len` points at `cur`, as many outputs at `dst`.
+            unsafe {
+                kc.sum_groups.launch(
+                    s,
+                    Launch::new(grid(len, CURVE_THREADS), CURVE_THREADS),
+                    (cur, len as u64, 1u64, dst),
+                )
+            }
+            .map_err(gpu_err)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,45 @@
+//! MSMs over bases already on the device (a resident parameter set).
+
+use c2_cuda::DeviceBuffer;
+
+use crate::MsmError;
+
+use super::curve::GpuCurve;
+use super::inputs::{DeviceDensity, DeviceScalars};
+use super::instance::{check_shape_device, poisoned, GpuMsm};
+use super::pippenger::BaseRange;
+
+impl GpuMsm {
+    /// MSM with bases already on the device: `sum_i s_i * bases[j(i)]`
+    /// (see [`Msm`] for the mask rule). `scalars` holds `n` scalars, or
+    /// `mask.len()` with a mask. The MSM runs on this instance's own stream:
+    /// uploads or kernels that write `bases` or `scalars` on another stream
+    /// must be complete (synchronised) before the call.
+    pub fn msm_device<C: GpuCurve>(
+        &self,
+        bases: &DeviceBuffer<C::Affine>,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        self.msm_device_from::<C>(bases, 0, scalars, mask)
+    }
+
+    /// [`GpuMsm::msm_device`] over the bases from index `first` on (e.g. the
+    /// aux part of a resident A query whose first entries serve the public
+    /// inputs).
+    pub fn msm_device_from<C: GpuCurve>(
+        &self,
+        bases: &DeviceBuffer<C::Affine>,
+        first: usize,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        let available = bases.len().saturating_sub(first);
+        let needed = check_shape_device(C::PREFIX, available, scalars.len(), mask)?;
+        let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let ptr = bases.device_ptr() + (first * std::mem::size_of::<C::Affine>()) as u64;
+        let range = BaseRange { ptr, lo: 0, hi: needed };
+        let r = self.run::<C>(streams, scratch, &range, scalars, mask)?;
+        Ok(r)
+    }
+}
