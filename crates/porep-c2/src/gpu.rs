@@ -281,12 +281,7 @@ impl<'a> DeviceMsms<'a> {
     }
 
     fn mask(&self, m: Mask) -> Option<&DeviceDensity> {
-        match m {
-            Mask::All => None,
-            Mask::AAux => Some(self.masks[0]),
-            Mask::BInputs => Some(self.masks[1]),
-            Mask::BAux => Some(self.masks[2]),
-        }
+        m.select(self.masks)
     }
 
     /// One MSM over resident bases from `step.first_base` on, or over the

@@ -94,6 +94,20 @@ pub(crate) enum Mask {
     BAux,
 }
 
+impl Mask {
+    /// The mask among `[A aux, B inputs, B aux]` (`None`: every scalar), so
+    /// each place that holds the three masks maps them the same way.
+    pub(crate) fn select<T>(self, masks: [T; 3]) -> Option<T> {
+        let [a_aux, b_inputs, b_aux] = masks;
+        match self {
+            Mask::All => None,
+            Mask::AAux => Some(a_aux),
+            Mask::BInputs => Some(b_inputs),
+            Mask::BAux => Some(b_aux),
+        }
+    }
+}
+
 /// One MSM of the sequence over a query's bases from `first_base` on,
 /// against `scalars` selected by `mask` (the k-th selected scalar meets base
 /// `first_base + k`).
@@ -208,12 +222,7 @@ impl HostMsms<'_> {
     }
 
     fn mask(&self, m: Mask) -> Option<&Density> {
-        match m {
-            Mask::All => None,
-            Mask::AAux => Some(self.masks[0]),
-            Mask::BInputs => Some(self.masks[1]),
-            Mask::BAux => Some(self.masks[2]),
-        }
+        m.select(self.masks)
     }
 }
 

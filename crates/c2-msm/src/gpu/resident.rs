@@ -11,7 +11,7 @@ use super::pippenger::BaseRange;
 
 impl GpuMsm {
     /// MSM with bases already on the device: `sum_i s_i * bases[j(i)]`
-    /// (see [`Msm`] for the mask rule). `scalars` holds `n` scalars, or
+    /// (see [`crate::Msm`] for the mask rule). `scalars` holds `n` scalars, or
     /// `mask.len()` with a mask. The MSM runs on this instance's own stream:
     /// uploads or kernels that write `bases` or `scalars` on another stream
     /// must be complete (synchronised) before the call.
