@@ -83,6 +83,9 @@ struct BenchReport {
     /// The sum of the partitions' kernel times over wall time and devices,
     /// percent: overstates busy time when two workers' kernels overlap.
     kernel_time_sum_percent: Option<f64>,
+    /// Partitions proved again on the retry backend after their primary
+    /// backend failed (a GPU error): not GPU speed, so counted and said.
+    retried_partitions: usize,
     runs: Vec<ProofRun>,
 }
 
@@ -255,6 +258,7 @@ fn main() {
     let kernel_time_sum_percent =
         (!gpu_parts.is_empty()).then(|| per_device(gpu_parts.iter().map(|g| g.kernel_ms() as f64).sum()));
     let host_peak = config.pipeline.host_budget.as_ref().map(|b| b.peak());
+    let retried_partitions = runs.iter().map(|r| r.report.retries()).sum();
     let report = BenchReport {
         sector,
         concurrent,
@@ -263,6 +267,7 @@ fn main() {
         seconds_per_proof: wall_s / total as f64,
         kernel_busy_percent,
         kernel_time_sum_percent,
+        retried_partitions,
         runs,
     };
     println!(
@@ -279,6 +284,13 @@ fn main() {
         println!(
             "GPU busy (union of kernel spans, CUDA events) / wall: {b:.0}% per device over {devices} device(s) [{}]; sum of kernel times / wall: {sum:.0}%",
             each.join(", ")
+        );
+    }
+    if retried_partitions > 0 {
+        let first = report.runs.iter().flat_map(|r| &r.report.partitions).find_map(|p| p.retried_after.as_deref());
+        println!(
+            "WARNING: {retried_partitions} partition(s) were retried on the fallback backend after a failure (first cause: {}): these figures are not the primary backend's",
+            first.unwrap_or("?")
         );
     }
     if let Some(peak) = host_peak {

@@ -119,6 +119,7 @@ fn a_failed_msm_is_retried_and_the_proof_is_unchanged() {
     assert_eq!(bytes, clean, "retried proof differs from the clean one");
     let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
     assert_eq!(retried.len(), 1, "{:?}", report.partitions);
+    assert_eq!(report.retries(), 1, "the report counts the retry");
     assert!(retried[0].contains("injected device fault"), "{}", retried[0]);
 }
 

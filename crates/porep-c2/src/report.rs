@@ -88,6 +88,15 @@ pub struct ProofReport {
     pub partitions: Vec<PartitionReport>,
 }
 
+impl ProofReport {
+    /// Partitions whose primary backend failed and that were proved again on
+    /// the retry backend (`ProverConfig::retry_backend`): a GPU node that
+    /// reports any is not proving at GPU speed.
+    pub fn retries(&self) -> usize {
+        self.partitions.iter().filter(|p| p.retried_after.is_some()).count()
+    }
+}
+
 /// Wall time of each proving step for one partition.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct ProveTimings {
