@@ -8,6 +8,7 @@ use cuda_driver_sys as sys;
 
 use crate::call::check;
 use crate::device::Gpu;
+use crate::plain::{bytes_of, bytes_of_mut};
 use crate::stream::Stream;
 use crate::{DeviceCopy, GpuError};
 
@@ -143,40 +144,12 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// asynchronous copy `src` must be pinned ([`crate::PinnedRange`]); the caller
     /// keeps it alive until the stream has passed this point.
     pub fn upload_async(&mut self, offset: usize, src: &[T], stream: &Stream) -> Result<(), GpuError> {
-        self.range_check(offset, src.len())?;
-        if src.is_empty() {
-            return Ok(());
-        }
-        self.gpu.bind()?;
-        let sz = std::mem::size_of::<T>();
-        // SAFETY: range checked; src valid for its length.
-        check("cuMemcpyHtoDAsync", unsafe {
-            sys::cuMemcpyHtoDAsync_v2(
-                self.ptr + (offset * sz) as u64,
-                src.as_ptr().cast(),
-                std::mem::size_of_val(src),
-                stream.raw(),
-            )
-        })
+        self.upload_bytes_async(offset, bytes_of(src), stream)
     }
 
     /// Queues a device-to-host copy from element `offset` into `dst`.
     pub fn download_async(&self, offset: usize, dst: &mut [T], stream: &Stream) -> Result<(), GpuError> {
-        self.range_check(offset, dst.len())?;
-        if dst.is_empty() {
-            return Ok(());
-        }
-        self.gpu.bind()?;
-        let sz = std::mem::size_of::<T>();
-        // SAFETY: range checked; dst valid for its length.
-        check("cuMemcpyDtoHAsync", unsafe {
-            sys::cuMemcpyDtoHAsync_v2(
-                dst.as_mut_ptr().cast(),
-                self.ptr + (offset * sz) as u64,
-                std::mem::size_of_val(dst),
-                stream.raw(),
-            )
-        })
+        self.download_bytes_async(offset, bytes_of_mut(dst), stream)
     }
 
     /// Queues a host-to-device copy of `src`, the bytes of whole elements,

@@ -18,6 +18,7 @@ use rayon::prelude::*;
 use crate::device::Gpu;
 use crate::memory::DeviceBuffer;
 use crate::pinned::PinnedBuffer;
+use crate::plain::bytes_of;
 use crate::stream::{Event, Stream};
 use crate::{DeviceCopy, GpuError};
 
@@ -42,12 +43,6 @@ pub struct Stager {
     /// hosts that stretched the 47 GB parameter upload to 6-17 s while
     /// partitions were being synthesized (55 GB/s would be ~1 s).
     threads: rayon::ThreadPool,
-}
-
-/// `v` as bytes.
-fn bytes_of<T: DeviceCopy>(v: &[T]) -> &[u8] {
-    // SAFETY: DeviceCopy types are plain bytes without padding.
-    unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
 }
 
 /// `v` as possibly uninitialised bytes (writing whole byte patterns of `T`
