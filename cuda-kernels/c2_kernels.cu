@@ -6,9 +6,13 @@
 #define GRID_STRIDE(i, n) \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
-extern "C" __global__ void c2_ntt_bit_reverse(fr_t* out, const fr_t* in, uint32_t log_n,
-                                              uint32_t inverse) {
-    ntt::bit_reverse_permute(out, in, log_n, inverse != 0);
+extern "C" __global__ void c2_ntt_bit_reverse(fr_t* data, uint32_t log_n) {
+    ntt::bit_reverse_in_place(data, log_n);
+}
+
+extern "C" __global__ void c2_ntt_negate_scale(fr_t* data, const fr_t* hi, const fr_t* lo, uint64_t n,
+                                               uint32_t lo_bits) {
+    ntt::negate_index_scale(data, hi, lo, n, lo_bits);
 }
 
 extern "C" __global__ void c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
@@ -29,11 +33,16 @@ extern "C" __global__ void c2_scale_by_powers(fr_t* data, const fr_t* hi, const 
     GRID_STRIDE(i, n) { data[i] = fr_mul(data[i], ntt::power_from_tables(hi, lo, i, lo_bits)); }
 }
 
-// a[i] = (a[i] * b[i] - c[i]) * zinv: the H quotient on the coset.
-extern "C" __global__ void c2_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* zinv,
-                                          uint64_t n) {
+// a[i] *= b[i]: the first half of the H quotient (a·b on the coset), so
+// that c can take b's buffer afterwards.
+extern "C" __global__ void c2_mul_pointwise(fr_t* a, const fr_t* b, uint64_t n) {
+    GRID_STRIDE(i, n) { a[i] = fr_mul(a[i], b[i]); }
+}
+
+// a[i] = (a[i] - c[i]) * zinv: the second half, (a·b - c) / Z on the coset.
+extern "C" __global__ void c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv, uint64_t n) {
     const fr_t z = *zinv;
-    GRID_STRIDE(i, n) { a[i] = fr_mul(fr_sub(fr_mul(a[i], b[i]), c[i]), z); }
+    GRID_STRIDE(i, n) { a[i] = fr_mul(fr_sub(a[i], c[i]), z); }
 }
 
 // ---- prefix sums ----

@@ -1,6 +1,6 @@
 // Radix-2 decimation-in-time NTT over Fr.
 //
-// The transform is: one out-of-place bit-reversal permutation, then log2(n)
+// The transform is: one in-place bit-reversal permutation, then log2(n)
 // butterfly stages grouped into passes of up to 10 stages that run in shared
 // memory (1024 elements = 32 KB per block), so a 2^27 transform reads and
 // writes device memory 4 times (permutation + 3 passes) instead of 27.
@@ -10,7 +10,9 @@
 // A pass covering stages s0+1 .. s0+K sees index i as
 //     i = hi * 2^(s0+K) + mid * 2^s0 + lo,   mid < 2^K, lo < 2^s0;
 // a block holds all 2^K `mid` values for C consecutive `lo` values (C*2^K =
-// 1024), so stages s0+1..s0+K never leave the block.
+// 1024), so stages s0+1..s0+K never leave the block. Inverse transforms
+// are forward ones followed by an index negation fused with their scaling
+// (negate_index_scale), so every transform runs in place.
 #pragma once
 #include "ff/fr.cuh"
 
@@ -20,15 +22,19 @@ __device__ __forceinline__ uint32_t bit_reverse(uint32_t x, uint32_t bits) {
     return bits == 0 ? 0 : (__brev(x) >> (32 - bits));
 }
 
-// out[rev(i)] = in[i] (forward), or in[(n - i) mod n] (inverse: the inverse
-// transform is the forward one applied to the index-reversed input, scaled
-// by 1/n elsewhere).
-__device__ __forceinline__ void bit_reverse_permute(fr_t* out, const fr_t* in, uint32_t log_n,
-                                                    bool inverse) {
+// In place: data[i] <-> data[rev(i)]. The forward permutation is an
+// involution, so swapping each pair once (from its smaller index) permutes
+// without a second buffer: the transforms run in the vector they start in
+// (one full vector less per NTT than out of place: 4 GiB at 2^27).
+__device__ __forceinline__ void bit_reverse_in_place(fr_t* data, uint32_t log_n) {
     const uint32_t n = 1u << log_n;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        uint32_t src = inverse ? ((n - i) & (n - 1)) : i;
-        out[bit_reverse(i, log_n)] = in[src];
+        const uint32_t j = bit_reverse(i, log_n);
+        if (i < j) {
+            const fr_t t = data[i];
+            data[i] = data[j];
+            data[j] = t;
+        }
     }
 }
 
@@ -81,6 +87,26 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
 __device__ __forceinline__ fr_t power_from_tables(const fr_t* hi, const fr_t* lo, size_t i,
                                                   uint32_t lo_bits) {
     return fr_mul(hi[i >> lo_bits], lo[i & ((1u << lo_bits) - 1)]);
+}
+
+// In place, k <= n / 2: data[k] <- data[-k] * p(k) and data[-k] <- data[k] *
+// p(-k) (indices mod n, p(i) = hi[i >> lo_bits] * lo[i & mask]). A forward
+// transform followed by this is the inverse transform of the same input
+// (ifft(x)[k] = fft(x)[-k] / n), the 1/n and any coset factor folded into p:
+// the scaling pass the inverse needs anyway, with the index negation in it.
+__device__ __forceinline__ void negate_index_scale(fr_t* data, const fr_t* hi, const fr_t* lo, size_t n,
+                                                   uint32_t lo_bits) {
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k <= n / 2;
+         k += (size_t)gridDim.x * blockDim.x) {
+        const size_t j = (n - k) & (n - 1);
+        if (j == k) {
+            data[k] = fr_mul(data[k], power_from_tables(hi, lo, k, lo_bits));
+        } else {
+            const fr_t at_k = data[j], at_j = data[k];
+            data[k] = fr_mul(at_k, power_from_tables(hi, lo, k, lo_bits));
+            data[j] = fr_mul(at_j, power_from_tables(hi, lo, j, lo_bits));
+        }
+    }
 }
 
 }  // namespace ntt

@@ -139,16 +139,21 @@ kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 /// than a `MissingKernel` at run time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KernelId {
-    /// NTT: bit-reversal permutation (optionally index-negated for inverses).
+    /// NTT: bit-reversal permutation in place (pairs swapped).
     NttBitReverse,
+    /// NTT: `data[k] <- data[-k] * power(k)` in place (forward to inverse,
+    /// with the 1/n and coset scaling).
+    NttNegateScale,
     /// NTT: a group of butterfly stages in shared memory.
     NttPass,
     /// `out[i] = hi[i >> b] * lo[i & mask]` (twiddle tables).
     Powers,
     /// `data[i] *= hi[i >> b] * lo[i & mask]` (coset shifts, 1/n).
     ScaleByPowers,
-    /// `a = (a * b - c) * zinv`: the H quotient on the coset.
-    HPointwise,
+    /// `a *= b` element-wise (a·b on the coset).
+    MulPointwise,
+    /// `a = (a - c) * zinv`: the H quotient on the coset, after `MulPointwise`.
+    SubScale,
     /// Prefix sums: per-block scans.
     ScanBlocks,
     /// Prefix sums: add the block offsets.
@@ -197,15 +202,17 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 27] = {
+    pub const ALL: [KernelId; 29] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
             Self::NttBitReverse,
+            Self::NttNegateScale,
             Self::NttPass,
             Self::Powers,
             Self::ScaleByPowers,
-            Self::HPointwise,
+            Self::MulPointwise,
+            Self::SubScale,
             Self::ScanBlocks,
             Self::ScanAdd,
             Self::MsmMaskPopc,
@@ -237,10 +244,12 @@ impl KernelId {
         use CurveStep as S;
         match self {
             Self::NttBitReverse => "c2_ntt_bit_reverse",
+            Self::NttNegateScale => "c2_ntt_negate_scale",
             Self::NttPass => "c2_ntt_pass",
             Self::Powers => "c2_powers",
             Self::ScaleByPowers => "c2_scale_by_powers",
-            Self::HPointwise => "c2_h_pointwise",
+            Self::MulPointwise => "c2_mul_pointwise",
+            Self::SubScale => "c2_sub_scale",
             Self::ScanBlocks => "c2_scan_blocks",
             Self::ScanAdd => "c2_scan_add",
             Self::MsmMaskPopc => "c2_msm_mask_popc",

@@ -7,12 +7,15 @@
 //! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm|facade|partition]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
-//!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2]
-//!         (32 GiB-shaped synthetic partitions through the library's GPU workers)
+//!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2
+//!         --vram-caps 0,40,24,16]
+//!         (32 GiB-shaped synthetic partitions through the library's GPU workers, the device pool
+//!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
 //!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR]
 //!         (the shaped circuit through our GPU workers; bytes and times vs peer-prove's files in DIR)
-//!     [--only registered]  (registered 2 KiB: GPU proof == CPU proof, verify_seal accepts it)
+//!     [--only registered --registered 2k,8m --vram-cap-gib 12]  (registered proof types: GPU proof
+//!         == CPU proof, verify_seal accepts it; the pool optionally capped)
 //! ```
 //! Exit status 0 only when every differential check passed; with no GPU it
 //! says so and exits 2 (a skip, never a silent pass).
@@ -24,6 +27,7 @@ use blstrs::Scalar;
 use c2_cuda::{Gpu, GpuError};
 use c2_ntt::{CpuNtt, Domain, GpuNtt, Ntt, NttKind};
 use ff::{Field, PrimeField};
+use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
 use rayon::prelude::*;
 
@@ -210,15 +214,16 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
     for &log_n in sizes {
         let n = 1usize << log_n;
         let host = random_vec(n, 100 + log_n as u64);
-        let mut input = g.alloc::<Scalar>(n).map_err(e)?;
-        let mut out = g.alloc::<Scalar>(n).map_err(e)?;
-        input.upload_async(0, &host, &stream).map_err(e)?;
+        let mut x = g.alloc::<Scalar>(n).map_err(e)?;
+        x.upload_async(0, &host, &stream).map_err(e)?;
         stream.synchronize().map_err(e)?;
-        // Kernel-only NTT: data resident, CUDA events, median of 10.
+        // Kernel-only NTT: data resident and transformed in place again and
+        // again (the cost does not depend on the values), CUDA events,
+        // median of 10.
         let mut ts = Vec::new();
         for it in 0..13 {
             start.record(&stream).map_err(e)?;
-            gpu.ntt_device(&input, &mut out, log_n, NttKind::Forward, &stream).map_err(|x| x.to_string())?;
+            gpu.ntt_in_place(&mut x, log_n, NttKind::Forward, &stream).map_err(|x| x.to_string())?;
             end.record(&stream).map_err(e)?;
             end.synchronize().map_err(e)?;
             if it >= 3 {
@@ -227,7 +232,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
         }
         let ntt_ms = median(ts);
         // Bytes: the permutation reads+writes n elements, each pass too.
-        let passes = 1 + 1 + (log_n.saturating_sub(10)).div_ceil(9) as usize;
+        let passes = 1 + (log_n.saturating_sub(10)).div_ceil(9) as usize + 1;
         let gbs = (passes * 2 * n * 32) as f64 / (ntt_ms * 1e-3) / 1e9;
         // NTT with transfers (host -> device -> host, pinning included).
         let mut ts = Vec::new();
@@ -249,7 +254,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
             ts.push(t.elapsed().as_secs_f64() * 1e3);
         }
         let ec_ms = median(ts);
-        drop((input, out));
+        drop(x);
 
         // compute_h resident: a, b, c re-copied (untimed) before each run.
         let (a, b, c) = (host.clone(), random_vec(n, 7), random_vec(n, 8));
@@ -260,7 +265,6 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
             orig.push(d);
         }
         let mut work: Vec<_> = (0..3).map(|_| g.alloc::<Scalar>(n)).collect::<Result<_, _>>().map_err(e)?;
-        let mut h = g.alloc::<Scalar>(n).map_err(e)?;
         let mut ts = Vec::new();
         for it in 0..7 {
             for (w, o) in work.iter_mut().zip(&orig) {
@@ -269,8 +273,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
             start.record(&stream).map_err(e)?;
             let (wa, rest) = work.split_at_mut(1);
             let (wb, wc) = rest.split_at_mut(1);
-            gpu.compute_h_device(&mut wa[0], &mut wb[0], &mut wc[0], &mut h, log_n, &stream)
-                .map_err(|x| x.to_string())?;
+            gpu.compute_h_device(&mut wa[0], &mut wb[0], &mut wc[0], log_n, &stream).map_err(|x| x.to_string())?;
             end.record(&stream).map_err(e)?;
             end.synchronize().map_err(e)?;
             if it >= 2 {
@@ -278,7 +281,12 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
             }
         }
         let h_ms = median(ts);
-        drop((orig, work, h));
+        // The three-vector device sequence against the host-level
+        // (two-vector) one and bellperson's path below.
+        let mut resident_h = vec![Scalar::ZERO; n - 1];
+        work[0].download_async(0, &mut resident_h, &stream).map_err(e)?;
+        stream.synchronize().map_err(e)?;
+        drop((orig, work));
         let mut ts = Vec::new();
         for _ in 0..3 {
             let (x, y, z) = (a.clone(), b.clone(), c.clone());
@@ -298,6 +306,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
             let ours = gpu.compute_h(a, b, c).map_err(|x| x.to_string())?;
             r.check(format!("ec-gpu-gen h path == ours at 2^{log_n}"), ours == ec_h);
         }
+        r.check(format!("compute_h_device (three vectors) == ec-gpu-gen h path at 2^{log_n}"), resident_h == ec_h);
         r.bench.push(format!(
             "{:>5} | {:>9.2} ms {:>9.0} | {:>9.1} ms {:>9.1} ms | {:>9.1} ms {:>9.1} ms | {:>11.1} ms {:>13.1}x",
             log_n,
@@ -412,8 +421,29 @@ fn main() {
     let peer_seed = list("--peer-seed", &[7]).first().copied().unwrap_or(7) as u64;
     let peer_dir =
         args.iter().position(|a| a == "--peer-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
-    // --only registered: the registered 2 KiB proof type through verify_seal.
+    // --only registered: registered proof types through verify_seal
+    // (--registered 2k,8m; --vram-cap-gib 12 caps the pool).
     let run_registered = only.as_deref() == Some("registered");
+    let registered_types: Vec<RegisteredSealProof> = args
+        .iter()
+        .position(|a| a == "--registered")
+        .and_then(|i| args.get(i + 1))
+        .map_or("2k", |v| v.as_str())
+        .split(',')
+        .map(|t| match t {
+            "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
+            "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
+            "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
+            other => {
+                println!("FAIL: unknown --registered type {other} (2k, 8m, 512m)");
+                std::process::exit(1)
+            }
+        })
+        .collect();
+    // --vram-caps 0,40,24,16 (GiB, 0 = none) for --only partition;
+    // --vram-cap-gib N for --only registered.
+    let vram_caps: Vec<usize> = list("--vram-caps", &[0]).iter().map(|&g| g as usize).collect();
+    let registered_cap = list("--vram-cap-gib", &[]).first().map(|&g| g as usize);
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -472,7 +502,15 @@ fn main() {
         }
     }
     if run_partition {
-        if let Err(e) = partition::bench(&mut report, partition_scale, partitions, proofs, &workers, &gpus) {
+        let runs = partition::Runs {
+            scale: partition_scale,
+            partitions,
+            proofs,
+            workers: &workers,
+            gpus: &gpus,
+            caps: &vram_caps,
+        };
+        if let Err(e) = partition::bench(&mut report, &runs) {
             report.check(format!("partition bench aborted: {e}"), false);
         }
     }
@@ -484,8 +522,8 @@ fn main() {
         }
     }
     if run_registered {
-        if let Err(e) = registered::check(&mut report) {
-            report.check(format!("registered 2 KiB check aborted: {e}"), false);
+        if let Err(e) = registered::check(&mut report, &registered_types, registered_cap) {
+            report.check(format!("registered check aborted: {e}"), false);
         }
     }
     if !skip_bench && run_ntt {

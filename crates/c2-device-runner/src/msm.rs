@@ -247,7 +247,7 @@ where
     let got = C::gpu(&mc, &all[..n], &s, None)?;
     r.check(format!("msm {}{tag} n={n} 64 target threads", C::PREFIX), got == want);
     // Streamed bases: chunks of 4099, with and without a mask.
-    let cfg = GpuMsmConfig { force_streaming: true, stream_chunk: 4099, ..base.clone() };
+    let cfg = GpuMsmConfig { stream_chunk: 4099, ..base.clone() };
     let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = C::gpu(&mc, &all[..n], &s, None)?;
     r.check(format!("msm {}{tag} n={n} streamed in chunks of 4099", C::PREFIX), got == want);
@@ -267,6 +267,25 @@ where
     stream.synchronize().map_err(|e| e.to_string())?;
     let got = m.msm_device::<C>(&d_b, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} device-resident, canonical scalars", C::PREFIX), got == want);
+    // Resident bases in runs of 4099 (a bounded split, as a small device's
+    // plan sets it), scratch given back after every MSM; with a mask and
+    // from a first base, as the prover's A and B aux parts run.
+    let cfg = GpuMsmConfig { max_run: Some(4099), release_scratch: true, ..base.clone() };
+    let mr = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = mr.msm_device::<C>(&d_b, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} device-resident in runs of 4099", C::PREFIX), got == want);
+    let sp_canon: Vec<[u64; 4]> = sp.iter().map(canonical).collect();
+    let mut d_sp = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
+    d_sp.upload_async(0, &sp_canon, &stream).map_err(|e| e.to_string())?;
+    let first = 7;
+    let mut d_bm = gpu.alloc::<C::Affine>(first + mask.count_ones()).map_err(|e| e.to_string())?;
+    d_bm.upload_async(first, &all[..mask.count_ones()], &stream).map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    let d_mask = mr.upload_density(&mask).map_err(|e| e.to_string())?;
+    let got = mr
+        .msm_device_from::<C>(&d_bm, first, DeviceScalars::canonical(&d_sp), Some(&d_mask))
+        .map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} device-resident runs of 4099 + mask + first base 7", C::PREFIX), got == want_m);
     Ok(())
 }
 
@@ -438,10 +457,7 @@ where
         if mix == Mix::Random && log_n >= 24 {
             for (label, cfg) in [
                 ("host bases, whole upload", GpuMsmConfig::default()),
-                (
-                    "host bases, 4 streamed chunks",
-                    GpuMsmConfig { force_streaming: true, stream_chunk: n / 4, ..Default::default() },
-                ),
+                ("host bases, 4 streamed chunks", GpuMsmConfig { stream_chunk: n / 4, ..Default::default() }),
             ] {
                 let mh = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
                 let check = format!("msm {} 2^{log_n} {label} equals the resident run", C::PREFIX);

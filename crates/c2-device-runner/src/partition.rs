@@ -1,14 +1,19 @@
 //! 32 GiB-shaped synthetic partitions through the library's GPU path
 //! (`porep_c2::gpu`): `prove_instance` over `c2_testkit::synthetic` partitions
-//! with GPU workers, parameters resident, verification off (random
-//! parameters: timing only). Prints every partition's timeline (host stages
-//! and CUDA-event kernel times) and, per run, seconds per partition and
-//! kernel time over wall time.
+//! with GPU workers, verification off (random parameters: timing only; the
+//! generator stands in for synthesis and says so). The device pool is
+//! capped at each of `caps` (GiB; 0 = uncapped) to behave like a 16, 24 or
+//! 40 GB card: the workers plan their working set from the cap, and every
+//! run's bytes must equal the first run's (same parameters and r, s).
+//! Prints every partition's timeline (host stages, CUDA-event kernel times,
+//! bytes host-to-device) and, per run, seconds per partition, PCIe bytes
+//! per partition and kernel time over wall time.
 
 use std::time::Instant;
 
 use c2_testkit::synthetic::{SyntheticPorep, SyntheticShape};
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
+use porep_c2::plan::{plan_device, PartitionShape};
 use porep_c2::{prove_instance, HostBudget, PipelineConfig, ProofReport, ProverConfig};
 
 use crate::Report;
@@ -19,20 +24,31 @@ fn print_partitions(rep: &ProofReport) {
     }
 }
 
+/// What [`bench`] runs.
+pub struct Runs<'a> {
+    /// Every size divided by this (1 = the 32 GiB partition).
+    pub scale: usize,
+    /// Partitions per proof.
+    pub partitions: usize,
+    /// Timed proofs per run (after a warm-up proof).
+    pub proofs: usize,
+    /// Workers per device, one run each.
+    pub workers: &'a [usize],
+    /// GPU counts (devices 0..g), one run each.
+    pub gpus: &'a [usize],
+    /// Device pool caps in GiB (0 = uncapped), one run each.
+    pub caps: &'a [usize],
+}
+
 /// `proofs` proofs of `partitions` partitions each, shape divided by `scale`,
-/// for every GPU count in `gpus` (devices 0..g) and worker count in `workers`.
-pub fn bench(
-    r: &mut Report,
-    scale: usize,
-    partitions: usize,
-    proofs: usize,
-    workers: &[usize],
-    gpus: &[usize],
-) -> Result<(), String> {
+/// for every cap, GPU count in `gpus` (devices 0..g) and worker count.
+pub fn bench(r: &mut Report, runs: &Runs<'_>) -> Result<(), String> {
+    let Runs { scale, partitions, proofs, .. } = *runs;
     let shape = SyntheticShape::porep_32gib().scaled(scale);
     let instance = SyntheticPorep::new(shape.clone(), partitions);
     let t = Instant::now();
     let params = instance.parameters(11);
+    let planned = PartitionShape::of_parameters(&params);
     println!(
         "synthetic partition 1/{scale}: {} constraints, {} aux, domain 2^{}; parameters built in {:.1?}; {:.1} GB of host vectors per partition",
         shape.constraints,
@@ -43,11 +59,34 @@ pub fn bench(
     );
     let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); partitions];
     let mut first_bytes: Option<(String, Vec<u8>)> = None;
-    for (&gpus, &w) in gpus.iter().flat_map(|g| workers.iter().map(move |w| (g, w))) {
+    let combos = runs
+        .caps
+        .iter()
+        .flat_map(|&c| runs.gpus.iter().flat_map(move |&g| runs.workers.iter().map(move |&w| (c, g, w))));
+    for (cap, gpus, w) in combos {
         let devices: Vec<usize> = (0..gpus).collect();
-        let backend =
-            gpu_backend(&GpuBackendConfig { devices: devices.clone(), workers_per_device: w, ..Default::default() })
-                .map_err(|e| e.to_string())?;
+        let mut config = GpuBackendConfig {
+            devices: devices.clone(),
+            workers_per_device: w,
+            plan_for: planned,
+            ..Default::default()
+        };
+        config.vram.cap = (cap > 0).then_some(cap << 30);
+        let cap_label = if cap > 0 { format!("cap {cap} GiB") } else { "uncapped".to_string() };
+        let backend = match gpu_backend(&config) {
+            Ok(b) => b,
+            Err(e) => {
+                // A refused device is a result (the minimum is in the message).
+                r.bench.push(format!("synthetic 1/{scale}, {cap_label}, {gpus} GPU(s) x {w} worker(s): refused: {e}"));
+                println!("{}", r.bench.last().expect("pushed"));
+                continue;
+            }
+        };
+        if let Some(budget) = config.vram.cap {
+            if let Ok(p) = plan_device(budget, w, &planned) {
+                println!("{cap_label}: plan {}", p.describe(&planned));
+            }
+        }
         let n_workers = backend.consumers();
         // Host memory: synthesized partitions in flight bounded by a budget
         // (the machine has 128 GB; the parameters take ~47 GB of it).
@@ -68,13 +107,13 @@ pub fn bench(
         // Warm-up proof: parameters uploaded, scratch and tables sized.
         let t = Instant::now();
         let (bytes, warm) = prove_instance(&instance, &params, &blinding, &config).map_err(|e| e.to_string())?;
-        // Same r, s: every worker and GPU count gives the same bytes.
-        let label = format!("{gpus} GPU(s) x {w} worker(s)");
+        // Same r, s: every cap, worker and GPU count gives the same bytes.
+        let label = format!("{cap_label}, {gpus} GPU(s) x {w} worker(s) ({n_workers} planned)");
         match &first_bytes {
-            None => first_bytes = Some((label, bytes)),
+            None => first_bytes = Some((label.clone(), bytes)),
             Some((l0, b0)) => r.check(format!("synthetic 1/{scale}: {label} bytes == {l0} bytes"), *b0 == bytes),
         }
-        println!("{w} worker(s)/GPU x {gpus} GPU(s): warm-up proof {:.1?}", t.elapsed());
+        println!("{label}: warm-up proof {:.1?}", t.elapsed());
         print_partitions(&warm);
         let t = Instant::now();
         let mut kernel_ms = 0.0f64;
@@ -92,10 +131,12 @@ pub fn bench(
         let sum = 100.0 * kernel_ms / 1e3 / (wall * gpus as f64);
         let union: f64 = porep_c2::device_busy_ms(&times).iter().map(|(_, ms)| ms).sum();
         let busy = 100.0 * union / 1e3 / (wall * gpus as f64);
+        let h2d: u64 = times.iter().map(|g| g.h2d_bytes).sum();
         r.bench.push(format!(
-            "synthetic 1/{scale} (2^{}), {gpus} GPU(s) x {w} worker(s): {proofs} proofs x {partitions} partitions in {wall:.1} s = {per_partition:.2} s/partition, {:.1} s/proof; GPU busy (union of kernel spans) / wall = {busy:.0}% per GPU (sum of kernel times {sum:.0}%); peak host budget in use {:.1} GB",
+            "synthetic 1/{scale} (2^{}), {label}: {proofs} proofs x {partitions} partitions in {wall:.1} s = {per_partition:.2} s/partition, {:.1} s/proof; {:.1} GB host-to-device per partition; GPU busy (union of kernel spans) / wall = {busy:.0}% per GPU (sum of kernel times {sum:.0}%); peak host budget in use {:.1} GB",
             shape.domain().trailing_zeros(),
             wall / proofs as f64,
+            h2d as f64 / 1e9 / times.len().max(1) as f64,
             budget.peak() as f64 / 1e9,
         ));
         println!("{}", r.bench.last().expect("pushed"));

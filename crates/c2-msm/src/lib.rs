@@ -15,12 +15,15 @@
 //! ```
 #![deny(missing_docs)]
 
+mod config;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod gpu;
+pub mod plan;
 
 /// The mask type of every query (shared with synthesis through `c2-core`).
 pub use c2_core::Density;
+pub use config::{BucketSum, GpuMsmConfig};
 pub use cpu::{naive_msm, CpuMsm};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -44,10 +44,12 @@ fn gpu_err(e: GpuError) -> NttError {
 
 struct Kernels {
     bit_reverse: Kernel,
+    negate_scale: Kernel,
     pass: Kernel,
     powers: Kernel,
     scale_by_powers: Kernel,
-    h_pointwise: Kernel,
+    mul: Kernel,
+    sub_scale: Kernel,
 }
 
 /// Device-resident tables for one domain size.
@@ -151,10 +153,12 @@ impl GpuNtt {
         let k = |id| gpu.kernel(id).map_err(gpu_err);
         let kernels = Kernels {
             bit_reverse: k(KernelId::NttBitReverse)?,
+            negate_scale: k(KernelId::NttNegateScale)?,
             pass: k(KernelId::NttPass)?,
             powers: k(KernelId::Powers)?,
             scale_by_powers: k(KernelId::ScaleByPowers)?,
-            h_pointwise: k(KernelId::HPointwise)?,
+            mul: k(KernelId::MulPointwise)?,
+            sub_scale: k(KernelId::SubScale)?,
         };
         let io = HostIo {
             compute: gpu.stream().map_err(gpu_err)?,
@@ -220,9 +224,38 @@ impl GpuNtt {
         Ok(t)
     }
 
-    /// `out = NTT(input)` on `stream`, both `2^log_n` elements on the device
-    /// (out of place: the first step is a bit-reversal permutation into
-    /// `out`). `input` is left untouched.
+    /// Builds the tables of a `2^log_n` domain now (they are kept for the
+    /// instance's lifetime; [`crate::table_bytes`] says how large), so that
+    /// a caller planning device memory places them before anything else.
+    pub fn prepare(&self, log_n: u32) -> Result<(), NttError> {
+        let stream = self.gpu.stream().map_err(gpu_err)?;
+        self.tables(log_n, &stream)?;
+        stream.synchronize().map_err(gpu_err)
+    }
+
+    /// `x = NTT(x)` in place on `stream` (`2^log_n` elements on the device).
+    pub fn ntt_in_place(
+        &self,
+        x: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        kind: NttKind,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        check_len(x, log_n)?;
+        let t = self.tables(log_n, stream)?;
+        match kind {
+            NttKind::Forward => self.forward(x, &t, log_n, stream),
+            NttKind::Inverse => self.inverse_scaled(x, &t, &t.ninv, log_n, stream),
+            NttKind::CosetForward => {
+                self.scale_by(x, &t.coset, 1 << log_n, stream)?;
+                self.forward(x, &t, log_n, stream)
+            }
+            NttKind::CosetInverse => self.inverse_scaled(x, &t, &t.ninv_icoset, log_n, stream),
+        }
+    }
+
+    /// `out = NTT(input)` on `stream`, both `2^log_n` elements on the device;
+    /// `input` is left untouched (a device copy, then [`GpuNtt::ntt_in_place`]).
     pub fn ntt_device(
         &self,
         input: &DeviceBuffer<Scalar>,
@@ -231,111 +264,118 @@ impl GpuNtt {
         kind: NttKind,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        let n = 1usize << log_n;
-        if input.len() < n || out.len() < n {
-            return Err(NttError::Backend {
-                backend: "cuda",
-                message: format!("buffers of {} and {} elements for 2^{log_n}", input.len(), out.len()),
-            });
-        }
-        let t = self.tables(log_n, stream)?;
-        match kind {
-            NttKind::Forward => {
-                self.permute(input, out, log_n, false, stream)?;
-                self.passes(out, &t, log_n, stream)
-            }
-            NttKind::Inverse => self.inverse_scaled(input, out, &t.ninv, log_n, stream),
-            NttKind::CosetForward => {
-                // Scale a copy: the input stays as given.
-                out.copy_from_async(0, input, stream).map_err(gpu_err)?;
-                self.scale_by(out, &t.coset, n, stream)?;
-                // Permute needs a distinct source: go through a scratch copy.
-                let mut tmp = self.memory.alloc::<Scalar>(n).map_err(gpu_err)?;
-                tmp.copy_from_async(0, out, stream).map_err(gpu_err)?;
-                self.permute(&tmp, out, log_n, false, stream)?;
-                self.passes(out, &t, log_n, stream)?;
-                stream.synchronize().map_err(gpu_err)
-            }
-            NttKind::CosetInverse => self.inverse_scaled(input, out, &t.ninv_icoset, log_n, stream),
-        }
+        check_len(input, log_n)?;
+        check_len(out, log_n)?;
+        out.copy_range_from_async(0, input, 0, 1 << log_n, stream).map_err(gpu_err)?;
+        self.ntt_in_place(out, log_n, kind, stream)
     }
 
-    /// H on the device: `a`, `b`, `c` hold the evaluations padded with zeros
-    /// to `2^log_n`; they are overwritten. The `2^log_n − 1` coefficients of H
-    /// end up in `h` (which needs `2^log_n` elements: the last is scratch).
+    /// H on the device with three full vectors: `a`, `b`, `c` hold the
+    /// evaluations padded with zeros to `2^log_n`; afterwards the
+    /// `2^log_n − 1` coefficients of H are in `a` (its last element is
+    /// scratch) and `b`, `c` are overwritten. The same steps as
+    /// [`GpuNtt::h_coset_evaluations`], [`GpuNtt::h_mul`],
+    /// [`GpuNtt::h_finish`], which a caller with room for two vectors only
+    /// runs itself, uploading `c` into `b`'s buffer after `h_mul`.
     pub fn compute_h_device(
         &self,
         a: &mut DeviceBuffer<Scalar>,
         b: &mut DeviceBuffer<Scalar>,
         c: &mut DeviceBuffer<Scalar>,
-        h: &mut DeviceBuffer<Scalar>,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        self.coset_evaluations(a, h, log_n, stream)?;
-        self.coset_evaluations(b, h, log_n, stream)?;
-        self.coset_evaluations(c, h, log_n, stream)?;
-        self.pointwise(a, b, c, log_n, stream)?;
-        self.pointwise_inverse_into(a, h, log_n, stream)
+        self.h_coset_evaluations(a, log_n, stream)?;
+        self.h_coset_evaluations(b, log_n, stream)?;
+        self.h_mul(a, b, log_n, stream)?;
+        self.h_coset_evaluations(c, log_n, stream)?;
+        self.h_finish(a, c, log_n, stream)
     }
 
-    /// x <- coset_fft(ifft(x)), using `tmp` as the out-of-place partner.
-    fn coset_evaluations(
+    /// compute_h, step 1 (for each of a, b, c): `x <- coset_fft(ifft(x))` in
+    /// place, the evaluations at the constraint points to evaluations on
+    /// the coset.
+    pub fn h_coset_evaluations(
         &self,
         x: &mut DeviceBuffer<Scalar>,
-        tmp: &mut DeviceBuffer<Scalar>,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
+        check_len(x, log_n)?;
         let t = self.tables(log_n, stream)?;
         // 1/n of the inverse and g^i of the coset in one multiplication.
-        self.inverse_scaled(x, tmp, &t.ninv_coset, log_n, stream)?;
-        self.permute(tmp, x, log_n, false, stream)?;
-        self.passes(x, &t, log_n, stream)
+        self.inverse_scaled(x, &t, &t.ninv_coset, log_n, stream)?;
+        self.forward(x, &t, log_n, stream)
     }
 
-    /// The tail of compute_h: `h = icoset_fft(a)` once `a` holds
-    /// `(a·b − c)/Z` on the coset.
-    fn pointwise_inverse_into(
+    /// compute_h, step 2: `a <- a·b` on the coset; `b`'s buffer is free
+    /// for `c` once this is done.
+    pub fn h_mul(
         &self,
         a: &mut DeviceBuffer<Scalar>,
-        h: &mut DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        let t = self.tables(log_n, stream)?;
-        self.inverse_scaled(a, h, &t.ninv_icoset, log_n, stream)
+        check_len(a, log_n)?;
+        check_len(b, log_n)?;
+        let n = 1u64 << log_n;
+        // c2_mul_pointwise(fr_t* a, const fr_t* b, uint64_t n)
+        let args = (a.device_ptr(), b.device_ptr(), n);
+        // SAFETY: both hold n elements (checked).
+        unsafe { self.kernels.mul.launch(stream, Launch::new(grid_for(n as usize), EW_THREADS), args) }.map_err(gpu_err)
     }
 
-    /// `out = scale ⊙ (n · ifft(input))`: the unscaled inverse transform
-    /// followed by one multiplication with a power table that carries the
-    /// 1/n (and any coset shift).
+    /// compute_h, step 3: `a <- icoset_fft((a − c) / Z)`, with `c` on the
+    /// coset (step 1): the `2^log_n − 1` coefficients of H are in `a`.
+    pub fn h_finish(
+        &self,
+        a: &mut DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        check_len(a, log_n)?;
+        check_len(c, log_n)?;
+        let t = self.tables(log_n, stream)?;
+        let n = 1u64 << log_n;
+        // c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv, uint64_t n)
+        let args = (a.device_ptr(), c.device_ptr(), t.zinv.device_ptr(), n);
+        // SAFETY: both hold n elements (checked); zinv one.
+        unsafe { self.kernels.sub_scale.launch(stream, Launch::new(grid_for(n as usize), EW_THREADS), args) }
+            .map_err(gpu_err)?;
+        self.inverse_scaled(a, &t, &t.ninv_icoset, log_n, stream)
+    }
+
+    /// The forward transform in place: permutation, then the passes.
+    fn forward(&self, x: &mut DeviceBuffer<Scalar>, t: &Tables, log_n: u32, stream: &Stream) -> Result<(), NttError> {
+        // c2_ntt_bit_reverse(fr_t* data, uint32_t log_n)
+        let args = (x.device_ptr(), log_n);
+        // SAFETY: x holds 2^log_n elements (checked by callers).
+        unsafe { self.kernels.bit_reverse.launch(stream, Launch::new(grid_for(1 << log_n), EW_THREADS), args) }
+            .map_err(gpu_err)?;
+        self.passes(x, t, log_n, stream)
+    }
+
+    /// `x <- scale ⊙ (n · ifft(x))` in place: the forward transform, then
+    /// the index negation (ifft(x)[k] = fft(x)[−k] / n) fused with one
+    /// multiplication by a power table that carries the 1/n (and any coset
+    /// shift).
     fn inverse_scaled(
         &self,
-        input: &DeviceBuffer<Scalar>,
-        out: &mut DeviceBuffer<Scalar>,
+        x: &mut DeviceBuffer<Scalar>,
+        t: &Tables,
         scale: &(DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        let t = self.tables(log_n, stream)?;
-        self.permute(input, out, log_n, true, stream)?;
-        self.passes(out, &t, log_n, stream)?;
-        self.scale_by(out, scale, 1 << log_n, stream)
-    }
-
-    fn permute(
-        &self,
-        input: &DeviceBuffer<Scalar>,
-        out: &mut DeviceBuffer<Scalar>,
-        log_n: u32,
-        inverse: bool,
-        stream: &Stream,
-    ) -> Result<(), NttError> {
-        // c2_ntt_bit_reverse(fr_t* out, const fr_t* in, uint32_t log_n, uint32_t inverse)
-        let args = (out.device_ptr(), input.device_ptr(), log_n, u32::from(inverse));
-        // SAFETY: both buffers hold 2^log_n elements (checked by callers).
-        unsafe { self.kernels.bit_reverse.launch(stream, Launch::new(grid_for(1 << log_n), EW_THREADS), args) }
+        self.forward(x, t, log_n, stream)?;
+        let n = 1usize << log_n;
+        // c2_ntt_negate_scale(fr_t* data, const fr_t* hi, const fr_t* lo, uint64_t n, uint32_t lo_bits)
+        let args = (x.device_ptr(), scale.0.device_ptr(), scale.1.device_ptr(), n as u64, LO_BITS);
+        // SAFETY: x holds n elements, the tables cover indices < n; the
+        // kernel touches index pairs (k, n - k), k <= n / 2.
+        unsafe { self.kernels.negate_scale.launch(stream, Launch::new(grid_for(n / 2 + 1), EW_THREADS), args) }
             .map_err(gpu_err)
     }
 
@@ -378,22 +418,6 @@ impl GpuNtt {
             .map_err(gpu_err)
     }
 
-    fn pointwise(
-        &self,
-        a: &mut DeviceBuffer<Scalar>,
-        b: &DeviceBuffer<Scalar>,
-        c: &DeviceBuffer<Scalar>,
-        log_n: u32,
-        stream: &Stream,
-    ) -> Result<(), NttError> {
-        let t = self.tables(log_n, stream)?;
-        let n = 1usize << log_n;
-        // c2_h_pointwise(fr_t* a, const fr_t* b, const fr_t* c, const fr_t* zinv, uint64_t n)
-        let args = (a.device_ptr(), b.device_ptr(), c.device_ptr(), t.zinv.device_ptr(), n as u64);
-        // SAFETY: all three hold n elements.
-        unsafe { self.kernels.h_pointwise.launch(stream, Launch::new(grid_for(n), EW_THREADS), args) }.map_err(gpu_err)
-    }
-
     /// Host-level transform of `v` (length a power of two) in place.
     pub fn ntt(&self, v: &mut [Scalar], kind: NttKind) -> Result<(), NttError> {
         let log_n = v.len().max(1).next_power_of_two().trailing_zeros();
@@ -401,17 +425,27 @@ impl GpuNtt {
             return Err(NttError::Backend { backend: "cuda", message: "length must be a power of two".into() });
         }
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
-        let mut input = self.memory.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
-        let mut out = self.memory.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
-        io.upload(&mut input, v).map_err(gpu_err)?;
+        let mut x = self.memory.alloc::<Scalar>(v.len()).map_err(gpu_err)?;
+        io.upload(&mut x, v).map_err(gpu_err)?;
         let uploaded = self.gpu.event().map_err(gpu_err)?;
         uploaded.record(io.copy()).map_err(gpu_err)?;
         io.compute.wait(&uploaded).map_err(gpu_err)?;
-        self.ntt_device(&input, &mut out, log_n, kind, &io.compute)?;
-        io.download(&out, as_uninit(v)).map_err(gpu_err)?;
-        drop((input, out));
+        self.ntt_in_place(&mut x, log_n, kind, &io.compute)?;
+        io.download(&x, as_uninit(v)).map_err(gpu_err)?;
+        drop(x);
         Ok(())
     }
+}
+
+/// A buffer too short for a `2^log_n` transform.
+fn check_len(x: &DeviceBuffer<Scalar>, log_n: u32) -> Result<(), NttError> {
+    if x.len() < 1usize << log_n {
+        return Err(NttError::Backend {
+            backend: "cuda",
+            message: format!("a buffer of {} elements for a 2^{log_n} transform", x.len()),
+        });
+    }
+    Ok(())
 }
 
 fn grid_for(n: usize) -> u32 {
@@ -430,7 +464,8 @@ impl Ntt for GpuNtt {
         let domain_log = Domain::for_len(a.len())?.log_size();
         let m = 1usize << domain_log;
         let n = a.len();
-        let need = (4 * m + m / 2) * std::mem::size_of::<Scalar>();
+        // Two full vectors (a, then c in b's buffer) plus the tables.
+        let need = 2 * m * std::mem::size_of::<Scalar>() + crate::table_bytes(domain_log);
         let free = self.memory.available().map_err(gpu_err)?;
         if need > free {
             return Err(NttError::Backend {
@@ -439,39 +474,42 @@ impl Ntt for GpuNtt {
             });
         }
         let mut io = self.io.lock().unwrap_or_else(|p| p.into_inner());
+        let event = || self.gpu.event().map_err(gpu_err);
+        let (a_up, b_up, mul_done, c_up) = (event()?, event()?, event()?, event()?);
         // Uploads on the copy stream, one event each, so the transform of a
-        // starts while b and c are still crossing PCIe.
-        let mut bufs = Vec::with_capacity(3);
-        let mut events = Vec::with_capacity(3);
-        for v in [&a, &b, &c] {
-            let mut d = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
-            io.upload(&mut d, v).map_err(gpu_err)?;
+        // starts while b is still crossing PCIe.
+        let mut da = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
+        let mut db = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
+        for (d, v, e) in [(&mut da, &a, &a_up), (&mut db, &b, &b_up)] {
+            io.upload(d, v).map_err(gpu_err)?;
             d.zero_tail_async(n, io.copy()).map_err(gpu_err)?;
-            let e = self.gpu.event().map_err(gpu_err)?;
             e.record(io.copy()).map_err(gpu_err)?;
-            bufs.push(d);
-            events.push(e);
         }
-        drop((a, b, c));
-        let mut h = self.memory.alloc::<Scalar>(m).map_err(gpu_err)?;
-        let mut it = bufs.into_iter();
-        let (mut da, mut db, mut dc) = (it.next().unwrap(), it.next().unwrap(), it.next().unwrap());
+        drop((a, b));
         let compute = &io.compute;
-        compute.wait(&events[0]).map_err(gpu_err)?;
-        self.coset_evaluations(&mut da, &mut h, domain_log, compute)?;
-        compute.wait(&events[1]).map_err(gpu_err)?;
-        self.coset_evaluations(&mut db, &mut h, domain_log, compute)?;
-        compute.wait(&events[2]).map_err(gpu_err)?;
-        self.coset_evaluations(&mut dc, &mut h, domain_log, compute)?;
-        self.pointwise(&mut da, &db, &dc, domain_log, compute)?;
-        self.pointwise_inverse_into(&mut da, &mut h, domain_log, compute)?;
+        compute.wait(&a_up).map_err(gpu_err)?;
+        self.h_coset_evaluations(&mut da, domain_log, compute)?;
+        compute.wait(&b_up).map_err(gpu_err)?;
+        self.h_coset_evaluations(&mut db, domain_log, compute)?;
+        self.h_mul(&mut da, &db, domain_log, compute)?;
+        mul_done.record(compute).map_err(gpu_err)?;
+        // c into b's buffer once a·b has read it.
+        io.copy().wait(&mul_done).map_err(gpu_err)?;
+        io.upload(&mut db, &c).map_err(gpu_err)?;
+        db.zero_tail_async(n, io.copy()).map_err(gpu_err)?;
+        c_up.record(io.copy()).map_err(gpu_err)?;
+        drop(c);
+        let compute = &io.compute;
+        compute.wait(&c_up).map_err(gpu_err)?;
+        self.h_coset_evaluations(&mut db, domain_log, compute)?;
+        self.h_finish(&mut da, &db, domain_log, compute)?;
         let mut out: Vec<Scalar> = Vec::with_capacity(m - 1);
-        io.download(&h, &mut out.spare_capacity_mut()[..m - 1]).map_err(gpu_err)?;
+        io.download(&da, &mut out.spare_capacity_mut()[..m - 1]).map_err(gpu_err)?;
         // SAFETY: download() wrote all m - 1 elements.
         unsafe { out.set_len(m - 1) };
         // Device buffers are released only after the stream has finished
         // with them (download() waited for the last chunk).
-        drop((da, db, dc, h));
+        drop((da, db));
         Ok(out)
     }
 }

@@ -124,5 +124,17 @@ fn pointwise_quotient(a: &mut [Scalar], b: &[Scalar], c: &[Scalar], zinv: Scalar
 /// The largest supported transform, log2 (the field's 2-adicity, 32).
 pub const MAX_LOG_SIZE: u32 = Scalar::S;
 
+/// Device bytes of the GPU NTT's tables for a `2^log_n` domain, kept per
+/// domain size for the instance's lifetime: the twiddles (n/2 scalars,
+/// 2 GiB at 2^27) and four power tables (2^12 + n/2^12 scalars each), every
+/// buffer rounded up to the 256-byte allocation unit.
+pub fn table_bytes(log_n: u32) -> usize {
+    let n = 1usize << log_n.min(MAX_LOG_SIZE);
+    let scalar = std::mem::size_of::<Scalar>();
+    let round = |len: usize| (len.max(1) * scalar).next_multiple_of(256);
+    let power = round(n.min(1 << 12)) + round(n.div_ceil(1 << 12));
+    round(n / 2) + 4 * power + round(1)
+}
+
 #[cfg(test)]
 mod tests;

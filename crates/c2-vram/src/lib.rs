@@ -19,8 +19,13 @@
 //! Parameter residency: with the `cuda` feature, `SrsCache` keeps each
 //! Groth16 parameter set on a device once uploaded, dropping the least
 //! recently used set not in use when a new one needs room
-//! ([`plan_eviction`]), and answers `None` when a set cannot fit (the MSMs
-//! then stream its bases from host memory).
+//! ([`plan_eviction`]); a set that cannot fit whole keeps the vectors that
+//! do ([`plan_residency`]), and the MSMs stream the others from host
+//! memory.
+//!
+//! Arenas: `VramPool::carve` takes a range of a pool as a pool of its own,
+//! so each purpose (a worker's partition vectors, its MSM scratch, the
+//! parameter sets) has memory no other purpose can take or fragment.
 #![deny(missing_docs)]
 
 use std::collections::BTreeMap;
@@ -276,6 +281,23 @@ pub fn plan_eviction(entries: &[ResidentEntry], free: usize, reserve: usize, nee
     (have >= want).then_some(drop)
 }
 
+/// Which of a parameter set's vectors to keep resident when the whole set
+/// does not fit in `room` bytes: the subset with the most bytes that fits
+/// (every resident byte is one less to stream over PCIe per partition, so
+/// bytes are what count). `sizes` are the vectors' device bytes; at most 16
+/// vectors (a Groth16 set has five: h, l, a, b_g1, b_g2).
+pub fn plan_residency(sizes: &[usize], room: usize) -> Vec<bool> {
+    let n = sizes.len().min(16);
+    let mut best = (0usize, 0u32);
+    for subset in 0u32..(1 << n) {
+        let bytes: usize = (0..n).filter(|&i| subset >> i & 1 == 1).map(|i| sizes[i]).sum();
+        if bytes <= room && bytes > best.0 {
+            best = (bytes, subset);
+        }
+    }
+    (0..sizes.len()).map(|i| i < n && best.1 >> i & 1 == 1).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -297,6 +319,22 @@ mod tests {
         assert_eq!(plan_eviction(&e, 50, 10, 101), None);
         // Overflowing requests cannot fit.
         assert_eq!(plan_eviction(&e, 50, usize::MAX, 1), None);
+    }
+
+    #[test]
+    fn residency_keeps_the_most_bytes_that_fit() {
+        // A 32 GiB set (GB): h 12.9, l 12.5, a 12.5, b_g1 3.2, b_g2 6.4.
+        let set = [129, 125, 125, 32, 64];
+        assert_eq!(plan_residency(&set, 1000), vec![true; 5]);
+        assert_eq!(plan_residency(&set, 0), vec![false; 5]);
+        assert_eq!(plan_residency(&set, 31), vec![false; 5]);
+        assert_eq!(plan_residency(&set, 43), vec![false, false, false, true, false]);
+        // 20 GB: h + b_g2 (19.3) beats l + b_g2 (18.9) and h + b_g1 (16.1).
+        assert_eq!(plan_residency(&set, 200), vec![true, false, false, false, true]);
+        // 22.5 GB holds h + b_g1 + b_g2 exactly.
+        assert_eq!(plan_residency(&set, 225), vec![true, false, false, true, true]);
+        let all: usize = set.iter().sum();
+        assert_eq!(plan_residency(&set, all - 1), vec![true, true, true, false, true]);
     }
 
     #[test]

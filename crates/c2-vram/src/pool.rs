@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use c2_cuda::{DeviceArena, DeviceBuffer, DeviceMemory, Gpu, GpuError};
+use c2_cuda::{DeviceArena, DeviceMemory, Gpu, GpuError};
 
 use crate::{SharedBudget, VramConfig, VramError};
 
@@ -17,16 +17,20 @@ const OUT_OF_MEMORY: i32 = 2;
 /// when the buffer drops.
 pub struct VramPool {
     gpu: Arc<Gpu>,
-    slab: Arc<DeviceBuffer<u8>>,
+    /// Device address of the pool's first byte.
+    base: u64,
+    /// What keeps the memory alive: the slab (a device's pool) or the
+    /// parent pool's lease (a carved pool, [`VramPool::carve`]).
+    backing: Arc<dyn Send + Sync>,
     ranges: Arc<SharedBudget>,
     wait: Duration,
 }
 
-/// A range of a pool's slab, held by a [`DeviceBuffer`] as its lease; it
-/// keeps the slab alive as long as the buffer lives.
+/// A range of a pool, held by a [`DeviceBuffer`] as its lease; it keeps
+/// the pool's memory alive as long as the buffer lives.
 struct Lease {
     ranges: Arc<SharedBudget>,
-    _slab: Arc<DeviceBuffer<u8>>,
+    _backing: Arc<dyn Send + Sync>,
     offset: usize,
     len: usize,
 }
@@ -56,12 +60,37 @@ impl VramPool {
                 Err(e) => return Err(e.into()),
             }
         };
-        Ok(Arc::new(Self { gpu: gpu.clone(), slab: Arc::new(slab), ranges: Arc::new(ranges), wait: config.wait }))
+        let base = slab.device_ptr();
+        Ok(Arc::new(Self {
+            gpu: gpu.clone(),
+            base,
+            backing: Arc::new(slab),
+            ranges: Arc::new(ranges),
+            wait: config.wait,
+        }))
+    }
+
+    /// A pool of its own over `bytes` of this one (taken now, returned when
+    /// the carved pool and every buffer from it are gone): an arena for one
+    /// purpose (a worker's partition vectors, its MSM scratch) that other
+    /// users of this pool can neither take from nor fragment. Requests that
+    /// do not fit the carved pool fail at once (nobody else returns its
+    /// ranges).
+    pub fn carve(self: &Arc<Self>, bytes: usize) -> Result<Arc<Self>, VramError> {
+        let (offset, len) = self.ranges.take(bytes, Duration::ZERO)?;
+        let lease = Lease { ranges: self.ranges.clone(), _backing: self.backing.clone(), offset, len };
+        Ok(Arc::new(Self {
+            gpu: self.gpu.clone(),
+            base: self.base + offset as u64,
+            backing: Arc::new(lease),
+            ranges: Arc::new(SharedBudget::new(len)?),
+            wait: Duration::ZERO,
+        }))
     }
 
     /// Bytes reserved.
     pub fn budget(&self) -> usize {
-        self.slab.len()
+        self.ranges.budget()
     }
 
     /// Bytes in use.
@@ -82,8 +111,8 @@ impl DeviceArena for VramPool {
 
     fn reserve(&self, bytes: usize) -> Result<(u64, Box<dyn Send + Sync>), GpuError> {
         let (offset, len) = self.ranges.take(bytes, self.wait)?;
-        let lease = Lease { ranges: self.ranges.clone(), _slab: self.slab.clone(), offset, len };
-        Ok((self.slab.device_ptr() + offset as u64, Box::new(lease)))
+        let lease = Lease { ranges: self.ranges.clone(), _backing: self.backing.clone(), offset, len };
+        Ok((self.base + offset as u64, Box::new(lease)))
     }
 
     fn largest_free(&self) -> usize {

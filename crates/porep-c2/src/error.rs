@@ -52,6 +52,17 @@ pub enum Error {
         #[source]
         source: GpuError,
     },
+    /// A device cannot hold one worker's minimal working set for the
+    /// partitions the backend plans for (`GpuBackendConfig::plan_for`):
+    /// refused when the backend starts, not after a partition was queued.
+    #[error("GPU {device}: {source}")]
+    DeviceTooSmall {
+        /// Device ordinal.
+        device: usize,
+        /// The budget and the minimum it would need.
+        #[source]
+        source: crate::plan::TooSmall,
+    },
     /// A whole-partition worker failed for a reason that is not a device
     /// error (a panic inside it, an injected fault): retried like one.
     #[error("worker {worker}: {message}")]

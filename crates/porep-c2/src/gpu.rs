@@ -1,21 +1,27 @@
 //! The whole GPU path for one partition (feature `cuda`), composed at device
-//! level: a, b, c, aux and inputs page-locked and uploaded once, H computed
-//! and left on the device, every MSM over parameters kept resident per
-//! device ([`c2_vram::SrsCache`]) or, when they cannot fit, streamed from
-//! host memory in chunks. Blinding and assembly are the CPU path's
-//! (`groth16`), so proofs are bit-identical for the same `r`, `s`.
+//! level within a planned working set ([`crate::plan`]): a and b uploaded
+//! and transformed, c uploaded into b's buffer after a·b, H left in a's
+//! buffer and the witness uploaded into b's; every MSM over parameter
+//! vectors kept resident per device ([`c2_vram::SrsCache`], as many as the
+//! plan leaves room for) or streamed from host memory in chunks. Blinding
+//! and assembly are the CPU path's (`groth16`), so proofs are bit-identical
+//! for the same `r`, `s`, whatever the budget.
 //!
 //! Device memory: [`gpu_backend`] reserves one [`VramPool`] per device (free
-//! memory minus a margin, or a cap: [`GpuBackendConfig::vram`]); the NTT
-//! tables, resident parameters, every worker's partition buffers and MSM
-//! scratch are ranges of it. No cuMemAlloc/cuMemFree (and no implicit device
-//! synchronisation) happens per partition, and a shortage is a typed
-//! `OutOfBudget` after a bounded wait for the device's other worker.
+//! memory minus a margin, or a cap: [`GpuBackendConfig::vram`]), plans it
+//! for [`GpuBackendConfig::plan_for`] ([`crate::plan::plan_device`]: a
+//! device that cannot hold one worker is refused, one that holds fewer
+//! workers than asked gets fewer, with a warning), and carves each worker
+//! two arenas of its own (partition vectors, MSM scratch) before the NTT
+//! tables and the parameter sets take the rest. No cuMemAlloc/cuMemFree
+//! (and no implicit device synchronisation) happens per partition, and no
+//! worker can fragment another's memory.
 //!
-//! [`gpu_backend`] makes `workers_per_device` [`GpuProver`]s on every device
-//! (sharing that device's pool, NTT tables and parameter cache); the facade's
-//! pipeline gives each its own consumer thread, so one worker's uploads and
-//! host work overlap another's kernels, and partitions spread over devices.
+//! [`gpu_backend`] makes one [`GpuProver`] per planned worker on every
+//! device (sharing that device's NTT tables and parameter cache); the
+//! facade's pipeline gives each its own consumer thread, so one worker's
+//! uploads and host work overlap another's kernels, and partitions spread
+//! over devices.
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -27,6 +33,8 @@ use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stager, Stream};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
+
+use crate::plan::{plan_device, DevicePlan, PartitionShape, SHARED_SLACK};
 
 use crate::backend::{Backend, PartitionJob, PartitionProver, Workers};
 use crate::error::Error;
@@ -53,8 +61,14 @@ pub struct GpuBackendConfig {
     pub msm: GpuMsmConfig,
     /// The per-device memory reservation: by default the driver's free
     /// memory minus 2 GiB, held while the backend lives. Set a cap (e.g.
-    /// 16 GiB) when other GPU work (PoSt) shares the device.
+    /// 16 GiB) when other GPU work (PoSt) shares the device, or to behave
+    /// like a smaller card.
     pub vram: VramConfig,
+    /// The largest partition the devices are planned for (default: a 32 GiB
+    /// sector's); smaller partitions fit the same arenas. A device whose
+    /// budget cannot hold one worker for it is refused at start
+    /// ([`Error::DeviceTooSmall`]).
+    pub plan_for: PartitionShape,
 }
 
 impl Default for GpuBackendConfig {
@@ -65,6 +79,7 @@ impl Default for GpuBackendConfig {
             resident_params: true,
             msm: GpuMsmConfig::default(),
             vram: VramConfig::default(),
+            plan_for: PartitionShape::for_sector_size(32 << 30).expect("32 GiB is a registered size"),
         }
     }
 }
@@ -83,25 +98,47 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     }
     let mut workers: Vec<Arc<dyn PartitionProver>> = Vec::new();
     let mut names = Vec::new();
+    let wanted = config.workers_per_device.max(1);
+    let shape = &config.plan_for;
     for &d in &ordinals {
         let gpu = Gpu::open(d).map_err(backend_err)?;
         let pool = VramPool::new(&gpu, &config.vram).map_err(backend_err)?;
-        let memory = pool.memory();
-        let ntt = Arc::new(GpuNtt::with_memory(memory.clone())?);
-        let srs = SrsCache::new(memory.clone());
-        let epoch = device_epoch(&gpu).map_err(backend_err)?;
-        for w in 0..config.workers_per_device.max(1) {
-            let p = GpuProver::new(d, w, ntt.clone(), srs.clone(), epoch.clone(), config)?;
-            workers.push(Arc::new(p));
+        let plan =
+            plan_device(pool.budget(), wanted, shape).map_err(|source| Error::DeviceTooSmall { device: d, source })?;
+        if plan.workers < wanted {
+            log::warn!(
+                "porep-c2: GPU {d}: {:.1} GB holds {} of the {wanted} workers asked for (2^{} partitions need {:.1} GB each beside {:.1} GB of tables)",
+                plan.budget as f64 / 1e9,
+                plan.workers,
+                shape.log_domain,
+                plan.per_worker() as f64 / 1e9,
+                plan.tables_bytes as f64 / 1e9,
+            );
+        }
+        log::info!("porep-c2: GPU {d} plan: {}", plan.describe(shape));
+        // The workers' arenas first, each one piece of the pool, then the
+        // NTT tables; the parameter sets get the rest.
+        let mut arenas = Vec::with_capacity(plan.workers);
+        for _ in 0..plan.workers {
+            let vectors = pool.carve(plan.vectors_bytes).map_err(backend_err)?;
+            let msm = pool.carve(plan.msm_bytes).map_err(backend_err)?;
+            arenas.push((vectors, msm));
+        }
+        let ntt = Arc::new(GpuNtt::with_memory(pool.memory())?);
+        ntt.prepare(shape.log_domain)?;
+        let shared =
+            DeviceShared { ntt, srs: SrsCache::new(pool.memory()), epoch: device_epoch(&gpu).map_err(backend_err)? };
+        for (w, (vectors, msm)) in arenas.iter().enumerate() {
+            let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
+            workers.push(Arc::new(GpuProver::new((d, w), shared.clone(), memory, &plan, config)?));
         }
         names.push(format!("{d}: {}, {:.1} GB reserved", gpu.info().name, pool.budget() as f64 / 1e9));
     }
     log::info!(
-        "porep-c2: proving on {} GPU(s) [{}], {} worker(s) each, parameters {}",
+        "porep-c2: proving on {} GPU(s) [{}], parameters {}",
         ordinals.len(),
         names.join("; "),
-        config.workers_per_device.max(1),
-        if config.resident_params { "resident when they fit" } else { "streamed" }
+        if config.resident_params { "resident as far as they fit" } else { "streamed" }
     );
     Ok(Backend::Workers(Workers::new(workers)))
 }
@@ -120,23 +157,66 @@ fn device_epoch(gpu: &Arc<Gpu>) -> Result<Arc<Event>, GpuError> {
     Ok(Arc::new(epoch))
 }
 
-/// Bytes one worker needs on the device for a partition with a `2^k = m`
-/// domain and `aux` aux variables: the peak of compute_h (a, b, c, h and
-/// half-size twiddles: 4.5 m scalars) or of the H MSM (h, its split copy,
-/// sort entries of 16 windows: ~5.5 m scalars' worth), plus the aux vector.
-/// The parameter cache leaves this much free per worker on the device.
-pub fn working_set_bytes(m: usize, aux: usize) -> usize {
-    (6 * m + aux) * std::mem::size_of::<Scalar>() + (1 << 30)
+/// What a device's workers share: the NTT (its tables), the parameter
+/// cache, and the device's time origin (a completed event: the origin of
+/// [`GpuTimes::spans_ms`]).
+#[derive(Clone)]
+pub struct DeviceShared {
+    /// The NTT and its tables (on the device's pool).
+    pub ntt: Arc<GpuNtt>,
+    /// Resident parameter sets.
+    pub srs: Arc<SrsCache>,
+    /// The time origin.
+    pub epoch: Arc<Event>,
+}
+
+/// A worker's two arenas (carved from its device's pool): the partition's
+/// vectors, and the MSM's scratch and density masks.
+pub struct WorkerMemory {
+    /// Two domain vectors and the inputs.
+    pub vectors: DeviceMemory,
+    /// Streamed-base slots, split and pass scratch, masks.
+    pub msm: DeviceMemory,
+}
+
+/// The events that order one partition's copies and kernels.
+struct Marks {
+    copy_start: Event,
+    a_up: Event,
+    b_up: Event,
+    ntt_start: Event,
+    mul_done: Event,
+    c_up: Event,
+    h_done: Event,
+    aux_up: Event,
+    msms_start: Event,
+    msms_end: Event,
+}
+
+impl Marks {
+    fn new(gpu: &Arc<Gpu>) -> Result<Self, GpuError> {
+        Ok(Self {
+            copy_start: gpu.event()?,
+            a_up: gpu.event()?,
+            b_up: gpu.event()?,
+            ntt_start: gpu.event()?,
+            mul_done: gpu.event()?,
+            c_up: gpu.event()?,
+            h_done: gpu.event()?,
+            aux_up: gpu.event()?,
+            msms_start: gpu.event()?,
+            msms_end: gpu.event()?,
+        })
+    }
 }
 
 /// One GPU worker: the whole partition on one device.
 pub struct GpuProver {
     device: usize,
     worker: usize,
-    workers_on_device: usize,
     gpu: Arc<Gpu>,
-    /// The device's pool (shared with its other workers).
-    memory: DeviceMemory,
+    /// This worker's vectors arena.
+    vectors: DeviceMemory,
     ntt: Arc<GpuNtt>,
     msm: GpuMsm,
     srs: Arc<SrsCache>,
@@ -147,7 +227,7 @@ pub struct GpuProver {
     /// when several proofs share the backend (the stream, events and MSM
     /// scratch are the worker's).
     stager: Mutex<Stager>,
-    marks: [Event; 5],
+    marks: Marks,
     /// The device's time origin (shared by its workers).
     epoch: Arc<Event>,
 }
@@ -157,33 +237,38 @@ pub struct GpuProver {
 const STAGING_BYTES: usize = 128 << 20;
 
 impl GpuProver {
-    /// Worker `worker` of device `device`, sharing the device's memory (the
-    /// NTT's: its pool), NTT tables, parameter cache and `epoch` (a
-    /// completed event on that device: the origin of [`GpuTimes::spans_ms`]).
+    /// Worker `worker` of device `device`, sharing what the device's
+    /// workers share, with its own arenas `memory` sized by `plan`. The
+    /// plan sets the MSM's memory fields (per-pass budget, run length,
+    /// chunk, scratch given back after each MSM); the rest of `config.msm`
+    /// is kept.
     pub fn new(
-        device: usize,
-        worker: usize,
-        ntt: Arc<GpuNtt>,
-        srs: Arc<SrsCache>,
-        epoch: Arc<Event>,
+        (device, worker): (usize, usize),
+        shared: DeviceShared,
+        memory: WorkerMemory,
+        plan: &DevicePlan,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
-        let memory = ntt.memory().clone();
-        let gpu = memory.gpu().clone();
+        let DeviceShared { ntt, srs, epoch } = shared;
+        let gpu = memory.vectors.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
-        let msm_config = GpuMsmConfig { stage_timing: true, ..config.msm.clone() };
-        let msm = GpuMsm::with_memory(memory.clone(), msm_config)?;
+        let msm_config = GpuMsmConfig {
+            stage_timing: true,
+            memory_budget: Some(plan.pass_budget),
+            max_run: plan.max_run,
+            stream_chunk: plan.stream_chunk,
+            release_scratch: true,
+            ..config.msm.clone()
+        };
+        let msm = GpuMsm::with_memory(memory.msm, msm_config)?;
         let stream = gpu.stream().map_err(dev)?;
         let stager = Mutex::new(Stager::new(&gpu, STAGING_BYTES).map_err(dev)?);
-        let marks = [(); 5].map(|_| gpu.event());
-        let marks = marks.into_iter().collect::<Result<Vec<_>, _>>().map_err(dev)?;
-        let marks: [Event; 5] = marks.try_into().map_err(|_| dev(GpuError::Invalid("five events".into())))?;
+        let marks = Marks::new(&gpu).map_err(dev)?;
         Ok(Self {
             device,
             worker,
-            workers_on_device: config.workers_per_device.max(1),
             gpu,
-            memory,
+            vectors: memory.vectors,
             ntt,
             msm,
             srs,
@@ -202,17 +287,17 @@ impl GpuProver {
         d.zero_tail_async(v.len(), stager.stream())
     }
 
-    /// `params` on this device (uploaded now when they are not yet and fit
-    /// beside every worker's working set), or `None`: streamed.
+    /// `params` on this device (uploaded now when they are not yet: whole
+    /// when they fit the device's shared part, else the vectors that do),
+    /// or `None`: streamed.
     fn resident_params(&self, params: &Parameters<Bls12>, key: &str) -> Result<Option<Arc<ResidentSrs>>, Error> {
         if !self.resident {
             return Ok(None);
         }
-        // The circuit's sizes from the parameters: H has m - 1 points, L one
-        // per aux variable (check_parameters holds them to the circuit).
-        let reserve = self.workers_on_device * working_set_bytes(params.h.len() + 1, params.l.len());
         let src = || SrsSource { h: &params.h, l: &params.l, a: &params.a, b_g1: &params.b_g1, b_g2: &params.b_g2 };
-        self.srs.get_or_upload(key, reserve, src).map_err(dev)
+        // The workers' arenas are carved out already: keep room for the
+        // NTT tables of other domain sizes only.
+        self.srs.get_or_upload(key, SHARED_SLACK, src).map_err(dev)
     }
 
     /// Kernel milliseconds of the MSM stages of this worker's last MSM.
@@ -289,10 +374,18 @@ impl<'a> DeviceMsms<'a> {
     fn run<C: GpuCurve>(&mut self, bases: Bases<'_, C::Affine>, step: MsmStep) -> Result<(C::Projective, f32), Error> {
         let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
         let msm = &self.prover.msm;
+        let mut streamed = 0;
         let p = match bases {
             Bases::Device(b) => msm.msm_device_from::<C>(b, step.first_base, scalars, mask)?,
-            Bases::Host(h) => msm.msm_host_bases::<C>(h.get(step.first_base..).unwrap_or(&[]), scalars, mask)?,
+            Bases::Host(h) => {
+                let h = h.get(step.first_base..).unwrap_or(&[]);
+                // Every base the scalars reach crosses PCIe once.
+                let used = mask.map_or(scalars.len(), |m| m.count_ones()).min(h.len());
+                streamed = (used * std::mem::size_of::<C::Affine>()) as u64;
+                msm.msm_host_bases::<C>(h, scalars, mask)?
+            }
         };
+        self.times.h2d_bytes += streamed;
         Ok((p, self.prover.msm_ms()))
     }
 }
@@ -306,10 +399,10 @@ impl PartitionMsms for DeviceMsms<'_> {
     fn g1(&mut self, query: G1Query, step: MsmStep) -> Result<G1Projective, Error> {
         let (p, srs) = (self.params, self.srs);
         let b = match query {
-            G1Query::H => bases(srs.map(|x| &x.h), &p.h),
-            G1Query::L => bases(srs.map(|x| &x.l), &p.l),
-            G1Query::A => bases(srs.map(|x| &x.a), &p.a),
-            G1Query::BG1 => bases(srs.map(|x| &x.b_g1), &p.b_g1),
+            G1Query::H => bases(srs.and_then(|x| x.h.as_ref()), &p.h),
+            G1Query::L => bases(srs.and_then(|x| x.l.as_ref()), &p.l),
+            G1Query::A => bases(srs.and_then(|x| x.a.as_ref()), &p.a),
+            G1Query::BG1 => bases(srs.and_then(|x| x.b_g1.as_ref()), &p.b_g1),
         };
         let (sum, ms) = self.run::<G1>(b, step)?;
         let t = &mut *self.times;
@@ -323,7 +416,7 @@ impl PartitionMsms for DeviceMsms<'_> {
     }
 
     fn g2(&mut self, step: MsmStep) -> Result<G2Projective, Error> {
-        let b = bases(self.srs.map(|x| &x.b_g2), &self.params.b_g2);
+        let b = bases(self.srs.and_then(|x| x.b_g2.as_ref()), &self.params.b_g2);
         let (sum, ms) = self.run::<G2>(b, step)?;
         self.times.msm_b_g2_ms += ms;
         Ok(sum)
@@ -366,76 +459,96 @@ impl PartitionProver for GpuProver {
         let n = a.len();
         let log_m = n.max(1).next_power_of_two().trailing_zeros();
         let m = 1usize << log_m;
-        let (n_in, b_in) = (inputs.len(), b_input_density.count_ones());
+        let (n_in, b_in, n_aux) = (inputs.len(), b_input_density.count_ones(), aux.len());
 
         // Parameters: resident (preloaded, or uploaded by the first
-        // partition that needs them on this device), else None and the
-        // MSMs stream them.
+        // partition that needs them on this device; whole or in part),
+        // else None and the MSMs stream them.
         let srs = timed(&mut g.params, || self.resident_params(params, params_key))?;
-        g.params_resident = srs.is_some();
+        g.params_resident = srs.as_ref().is_some_and(|x| x.is_complete());
 
-        // Every buffer of the partition from the pool before any copy is
-        // queued: a shortage (after the pool's wait) fails here with
-        // nothing in flight.
+        // The partition's buffers from this worker's arena before any copy
+        // is queued: a partition larger than the plan fails here, typed,
+        // with nothing in flight. Two domain vectors: a, and b's buffer
+        // that takes c and then the witness.
         let st = &self.stream;
         let e = |x: GpuError| dev(x);
-        let alloc = |len: usize| self.memory.alloc::<Scalar>(len).map_err(e);
-        let (mut d_a, mut d_b, mut d_c, mut d_h) = (alloc(m)?, alloc(m)?, alloc(m)?, alloc(m)?);
-        let (mut d_aux, mut d_in) = (alloc(aux.len())?, alloc(inputs.len())?);
+        let alloc = |len: usize| self.vectors.alloc::<Scalar>(len).map_err(e);
+        let (mut d_a, mut d_b, mut d_in) = (alloc(m)?, alloc(m.max(n_aux))?, alloc(n_in)?);
         // Declared after the buffers, so dropped before them: on an early
         // return the device finishes what is queued on them first (a pool
-        // hands a freed range to the other worker at once).
+        // hands a freed range out again at once).
         let mut settle = SettleOnError { gpu: &self.gpu, armed: true };
 
         // Uploads through the pinned staging slots on the copy stream
-        // (pageable copies measured 6.3 vs 55 GB/s); events order them
-        // before compute_h on this worker's stream.
-        let [m0, m1, m2, m3, m4] = &self.marks;
-        {
-            let clock = Instant::now();
-            m0.record(stager.stream()).map_err(e)?;
-            Self::stage(&mut stager, &mut d_a, &a).map_err(e)?;
-            Self::stage(&mut stager, &mut d_b, &b).map_err(e)?;
-            Self::stage(&mut stager, &mut d_c, &c).map_err(e)?;
-            Self::stage(&mut stager, &mut d_aux, &aux).map_err(e)?;
-            Self::stage(&mut stager, &mut d_in, &inputs).map_err(e)?;
-            m1.record(stager.stream()).map_err(e)?;
-            g.stage = clock.elapsed();
-            st.wait(m1).map_err(e)?;
-        }
+        // (pageable copies measured 6.3 vs 55 GB/s), ordered against
+        // compute_h on this worker's stream by events. Host vectors are
+        // freed as soon as they are staged (~4 GB each at 32 GiB: the OS
+        // takes a while, and the kernels run meanwhile).
+        let k = &self.marks;
         let clock = Instant::now();
-        self.ntt.compute_h_device(&mut d_a, &mut d_b, &mut d_c, &mut d_h, log_m, st)?;
-        m2.record(st).map_err(e)?;
-        // Freeing ~17 GB of host vectors (a 32 GiB partition) takes the OS
-        // a while: do it while the kernels run, not before they are queued.
-        drop((a, b, c, aux, inputs));
+        k.copy_start.record(stager.stream()).map_err(e)?;
+        Self::stage(&mut stager, &mut d_a, &a).map_err(e)?;
+        k.a_up.record(stager.stream()).map_err(e)?;
+        Self::stage(&mut stager, &mut d_b, &b).map_err(e)?;
+        k.b_up.record(stager.stream()).map_err(e)?;
+        drop((a, b));
+        st.wait(&k.a_up).map_err(e)?;
+        k.ntt_start.record(st).map_err(e)?;
+        self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
+        st.wait(&k.b_up).map_err(e)?;
+        self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
+        self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
+        k.mul_done.record(st).map_err(e)?;
+        // c into b's buffer once a·b has read it.
+        stager.stream().wait(&k.mul_done).map_err(e)?;
+        Self::stage(&mut stager, &mut d_b, &c).map_err(e)?;
+        k.c_up.record(stager.stream()).map_err(e)?;
+        drop(c);
+        st.wait(&k.c_up).map_err(e)?;
+        self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
+        self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
+        k.h_done.record(st).map_err(e)?;
+        // The witness into b's buffer once H is done with it; the inputs.
+        stager.stream().wait(&k.h_done).map_err(e)?;
+        stager.upload(&mut d_b, 0, &aux).map_err(e)?;
+        stager.upload(&mut d_in, 0, &inputs).map_err(e)?;
+        k.aux_up.record(stager.stream()).map_err(e)?;
+        g.stage = clock.elapsed();
+        drop((aux, inputs));
         // The partition's host memory is gone: admit the next one now.
         drop(host);
-        // The MSMs run on the MSM's own stream: finish the uploads and H.
+        // The MSMs run on the MSM's own stream: finish H and the uploads.
+        k.aux_up.synchronize().map_err(e)?;
         st.synchronize().map_err(e)?;
         t.ntt = clock.elapsed();
-        g.upload_ms = m1.elapsed_ms(m0).map_err(e)?;
-        g.ntt_ms = m2.elapsed_ms(m1).map_err(e)?;
-        g.spans_ms.push((m1.elapsed_ms(&self.epoch).map_err(e)?, m2.elapsed_ms(&self.epoch).map_err(e)?));
-        drop((d_a, d_b, d_c));
+        g.h2d_bytes = ((3 * n + n_aux + n_in) * std::mem::size_of::<Scalar>()) as u64;
+        g.upload_ms = k.aux_up.elapsed_ms(&k.copy_start).map_err(e)?;
+        g.ntt_ms = k.h_done.elapsed_ms(&k.ntt_start).map_err(e)?;
+        g.spans_ms
+            .push((k.ntt_start.elapsed_ms(&self.epoch).map_err(e)?, k.h_done.elapsed_ms(&self.epoch).map_err(e)?));
 
         let a_mask = self.msm.upload_density(&a_aux_density)?;
         let b_in_mask = self.msm.upload_density(&b_input_density)?;
         let b_aux_mask = self.msm.upload_density(&b_aux_density)?;
+        g.h2d_bytes += [&a_aux_density, &b_input_density, &b_aux_density]
+            .iter()
+            .map(|d| std::mem::size_of_val(d.as_words()) as u64)
+            .sum::<u64>();
         let mut settle_masks = SettleOnError { gpu: &self.gpu, armed: true };
 
         // The MSMs run back to back on the MSM's stream, each waited for by
         // the host; marks on this (idle) stream bracket the phase.
-        m3.record(st).map_err(e)?;
+        k.msms_start.record(st).map_err(e)?;
         let mut msms = DeviceMsms {
             settle: SettleOnError { gpu: &self.gpu, armed: true },
             prover: self,
             params,
             srs: srs.as_deref(),
-            h: Some(d_h),
+            h: Some(d_a),
             h_len: m - 1,
             inputs: DeviceScalars::montgomery(&d_in),
-            aux: DeviceScalars::montgomery(&d_aux),
+            aux: DeviceScalars::montgomery(&d_b).prefix(n_aux),
             masks: [&a_mask, &b_in_mask, &b_aux_mask],
             times: &mut g,
         };
@@ -443,9 +556,10 @@ impl PartitionProver for GpuProver {
         // Every MSM was waited for: H (if still held) can go back now.
         msms.settle.armed = false;
         drop(msms);
-        m4.record(st).map_err(e)?;
-        m4.synchronize().map_err(e)?;
-        g.spans_ms.push((m3.elapsed_ms(&self.epoch).map_err(e)?, m4.elapsed_ms(&self.epoch).map_err(e)?));
+        k.msms_end.record(st).map_err(e)?;
+        k.msms_end.synchronize().map_err(e)?;
+        g.spans_ms
+            .push((k.msms_start.elapsed_ms(&self.epoch).map_err(e)?, k.msms_end.elapsed_ms(&self.epoch).map_err(e)?));
         (settle.armed, settle_masks.armed) = (false, false);
         let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
         t.gpu = Some(g);

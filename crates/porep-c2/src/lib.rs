@@ -20,7 +20,8 @@
 //! parameters resident).
 //!
 //! Modules, each importing only those listed before it: `params` (files,
-//! keys) → `error` → `report` (timings) → `groth16` (the math: shape check,
+//! keys) → [`plan`] (device working sets, pure) → `error` → `report`
+//! (timings) → `groth16` (the math: shape check,
 //! the one MSM sequence, assembly) → `backend` (stages or workers, gates) →
 //! `gpu` (the GPU workers and their factory) → `select` ([`Backend::auto`])
 //! → `config` → `c1`, `prover` (the flow).
@@ -34,6 +35,7 @@ mod error;
 pub mod gpu;
 mod groth16;
 mod params;
+pub mod plan;
 mod prover;
 mod report;
 mod select;

@@ -46,11 +46,12 @@ impl PartitionReport {
         );
         if let Some(g) = &p.steps.gpu {
             line += &format!(
-                " | cuda:{}/{}: staging {:.0} ms, parameters {:.0} ms | events ms: upload {:.1} ntt {:.1} H {:.1} L {:.1} A {:.1} B1 {:.1} B2 {:.1} = kernels {:.1}{}",
+                " | cuda:{}/{}: staging {:.0} ms, parameters {:.0} ms, {:.1} GB host-to-device | events ms: upload {:.1} ntt {:.1} H {:.1} L {:.1} A {:.1} B1 {:.1} B2 {:.1} = kernels {:.1}{}",
                 g.device,
                 g.worker,
                 g.stage.as_secs_f64() * 1e3,
                 g.params.as_secs_f64() * 1e3,
+                g.h2d_bytes as f64 / 1e9,
                 g.upload_ms,
                 g.ntt_ms,
                 g.msm_h_ms,
@@ -59,7 +60,7 @@ impl PartitionReport {
                 g.msm_b_g1_ms,
                 g.msm_b_g2_ms,
                 g.kernel_ms(),
-                if g.params_resident { "" } else { " (parameters streamed)" }
+                if g.params_resident { "" } else { " (parameters streamed, all or in part)" }
             );
         }
         if let Some(why) = &p.retried_after {
@@ -133,8 +134,13 @@ pub struct GpuTimes {
     pub params: Duration,
     /// Parameters were resident (else the MSMs streamed them from host).
     pub params_resident: bool,
-    /// a, b, c, aux and inputs over PCIe (events around the copies).
+    /// From the first to the last copy of a, b, c, aux and inputs (events
+    /// on the copy stream; the copies overlap compute_h).
     pub upload_ms: f32,
+    /// Bytes copied host-to-device for this partition: a, b, c, the witness,
+    /// inputs and masks, plus every streamed parameter base its scalars
+    /// reach (zero once the parameters are resident).
+    pub h2d_bytes: u64,
     /// compute_h kernels.
     pub ntt_ms: f32,
     /// H MSM kernels (first to last event of the MSM's stages).

@@ -10,10 +10,10 @@ use c2_cuda::{
 
 use crate::{check_shape, Density, MsmError};
 
-use super::config::GpuMsmConfig;
 use super::curve::GpuCurve;
 use super::inputs::DeviceDensity;
 use super::scratch::{Scratch, Slot};
+use crate::config::GpuMsmConfig;
 
 pub(super) fn gpu_err(e: GpuError) -> MsmError {
     MsmError::Gpu(e)
@@ -180,6 +180,16 @@ impl GpuMsm {
                 Ok(free.saturating_sub(self.config.reserve_bytes))
             }
         }
+    }
+
+    /// After every MSM: with `config.release_scratch`, waits for the MSM's
+    /// stream and gives the scratch back (also after a failed MSM).
+    pub(super) fn after_msm(&self, streams: &Streams, scratch: &mut Scratch) -> Result<(), MsmError> {
+        if self.config.release_scratch {
+            streams.compute.synchronize().map_err(gpu_err)?;
+            scratch.clear();
+        }
+        Ok(())
     }
 
     /// Uploads a density mask and computes its per-word ranks on the GPU.

@@ -9,29 +9,28 @@
 //! or streamed from host memory in chunks, the next chunk's upload on a copy
 //! stream overlapping the current chunk's kernels.
 //!
-//! One module per job, each importing only those before it: `config`
-//! (tuning), `curve` (the groups), `inputs` (scalars and masks on the
-//! device), `plan` (window plans and scratch shapes, pure functions),
-//! `scratch` (device scratch slots), `instance` ([`GpuMsm`]: kernels,
+//! The tuning ([`GpuMsmConfig`]) and the window plans and scratch shapes
+//! (pure functions, [`crate::plan`]) live at the crate's top level, so
+//! planners compile and are tested without CUDA. One module per job here,
+//! each importing only those before it: `curve` (the groups), `inputs`
+//! (scalars and masks on the device), `scratch` (device scratch slots), `instance` ([`GpuMsm`]: kernels,
 //! streams, budget, mask upload, prefix sums), `pippenger` (the bucket
 //! pipeline of one run), `resident` (bases on the device), `streaming`
 //! (bases from host memory, and the host-level [`crate::Msm`] trait). This
 //! module only declares and re-exports them.
 
-mod config;
 mod curve;
 mod inputs;
 mod instance;
 mod pippenger;
-mod plan;
 mod resident;
 mod scratch;
 mod streaming;
 #[cfg(test)]
 mod tests;
 
-pub use config::{BucketSum, GpuMsmConfig};
+pub use crate::config::{BucketSum, GpuMsmConfig};
+pub use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 pub use curve::{GpuCurve, G1, G2};
 pub use inputs::{DeviceDensity, DeviceScalars};
 pub use instance::GpuMsm;
-pub use plan::{plan_windows, ScratchShape, WindowPlan};

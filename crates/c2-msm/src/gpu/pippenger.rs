@@ -10,12 +10,12 @@ use group::Group;
 
 use crate::MsmError;
 
-use super::config::BucketSum;
 use super::curve::GpuCurve;
 use super::inputs::{DeviceDensity, DeviceScalars};
 use super::instance::{gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, SUM_GROUP};
-use super::plan::{plan_windows, ScratchShape, WindowPlan};
 use super::scratch::Scratch;
+use crate::config::BucketSum;
+use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 
 /// Kernel time per stage from CUDA events: `mark(name)` closes the stage
 /// `name` that began at the previous mark.
@@ -103,9 +103,12 @@ impl GpuMsm {
         // 1. Split on the GPU: zeros dropped, ones listed, others kept.
         let counters = scratch.counters.get(g, 2).map_err(e)?;
         counters.zero_async(0, 2, s).map_err(e)?;
-        let others = scratch.others.get(g, n).map_err(e)?.device_ptr();
-        let others_base = scratch.others_base.get(g, n).map_err(e)?.device_ptr();
-        let ones_base = scratch.ones_base.get(g, n).map_err(e)?.device_ptr();
+        // At most one entry per base of the run (each base meets one
+        // scalar): a chunked run needs split scratch for its own bases only.
+        let run = n.min(range.hi - range.lo);
+        let others = scratch.others.get(g, run).map_err(e)?.device_ptr();
+        let others_base = scratch.others_base.get(g, run).map_err(e)?.device_ptr();
+        let ones_base = scratch.ones_base.get(g, run).map_err(e)?.device_ptr();
         let (mask_ptr, rank_ptr) = mask.map_or((0, 0), |m| (m.words.device_ptr(), m.ranks.device_ptr()));
         // SAFETY: n scalars in, at most n entries per output list.
         unsafe {

@@ -2,6 +2,8 @@
 
 use c2_cuda::DeviceBuffer;
 
+use group::Group;
+
 use crate::MsmError;
 
 use super::curve::GpuCurve;
@@ -37,9 +39,24 @@ impl GpuMsm {
         let available = bases.len().saturating_sub(first);
         let needed = check_shape_device(C::PREFIX, available, scalars.len(), mask)?;
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
-        let ptr = bases.device_ptr() + (first * std::mem::size_of::<C::Affine>()) as u64;
-        let range = BaseRange { ptr, lo: 0, hi: needed };
-        let r = self.run::<C>(streams, scratch, &range, scalars, mask)?;
-        Ok(r)
+        let point = std::mem::size_of::<C::Affine>();
+        // Runs of at most `max_run` bases (bounded split scratch), each a
+        // full Pippenger over its range; the sums add up to the MSM.
+        let run = self.config.max_run.unwrap_or(needed).max(1);
+        let mut total = C::Projective::identity();
+        let mut result = Ok(());
+        for lo in (0..needed).step_by(run) {
+            let ptr = bases.device_ptr() + ((first + lo) * point) as u64;
+            let range = BaseRange { ptr, lo, hi: (lo + run).min(needed) };
+            match self.run::<C>(streams, scratch, &range, scalars, mask) {
+                Ok(p) => total += p,
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        self.after_msm(streams, scratch)?;
+        result.map(|()| total)
     }
 }

@@ -90,6 +90,12 @@ impl AnySlot {
 }
 
 impl Scratch {
+    /// Gives every buffer back ([`crate::GpuMsmConfig::release_scratch`]).
+    /// The caller has synchronised the streams that used them.
+    pub(super) fn clear(&mut self) {
+        *self = Self::new();
+    }
+
     pub(super) fn new() -> Self {
         Self {
             counters: Slot::new(),

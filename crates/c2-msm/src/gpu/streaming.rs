@@ -13,8 +13,7 @@ use super::pippenger::BaseRange;
 use super::scratch::AnySlot;
 
 impl GpuMsm {
-    /// MSM with bases in host memory: uploaded whole when they fit the
-    /// budget (and streaming is not forced), else streamed in chunks of
+    /// MSM with bases in host memory, streamed in chunks of
     /// `config.stream_chunk` bases through two device slots. Uploads go
     /// through the pinned staging path (`c2_cuda::Stager`: pageable copies
     /// ran at 6.3 GB/s against 55 pinned); a helper thread stages chunk
@@ -32,12 +31,10 @@ impl GpuMsm {
             return Ok(C::Projective::identity());
         }
         let bases = &bases[..n];
-        let point = std::mem::size_of::<C::Affine>();
-        let chunk = if self.config.force_streaming || n * point > self.budget()? / 2 {
-            self.config.stream_chunk.max(1)
-        } else {
-            n
-        };
+        // Chunks of `stream_chunk` bases: two device slots of that size
+        // however long the query (what a device-memory plan counts on), the
+        // next chunk's upload overlapping this chunk's kernels.
+        let chunk = self.config.stream_chunk.clamp(1, n);
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let chunks: Vec<(usize, usize)> = (0..n).step_by(chunk).map(|lo| (lo, (lo + chunk).min(n))).collect();
         // Both slots allocated up front: no allocation (and its implicit
@@ -110,6 +107,7 @@ impl GpuMsm {
         streams.stager = Some(stager);
         scratch.stream_bases = slots;
         settled?;
+        self.after_msm(streams, scratch)?;
         result
     }
 }

@@ -37,18 +37,28 @@ impl BucketSum {
 #[derive(Clone, Debug)]
 pub struct GpuMsmConfig {
     /// Window width c (2..=24); `None` chooses it from the number of
-    /// full-width scalars (2..=16, see [`super::plan_windows`]).
+    /// full-width scalars (2..=16, see [`crate::plan::plan_windows`]).
     pub window_bits: Option<u32>,
-    /// Device memory the MSM may use for scratch and streamed bases, bytes;
+    /// Device memory one window pass may use (sort entries, buckets,
+    /// partial sums: what [`crate::plan::plan_windows`] divides), bytes;
     /// `None` = free memory at call time minus `reserve_bytes`.
     pub memory_budget: Option<usize>,
     /// Device memory left free when the budget comes from the driver.
     pub reserve_bytes: usize,
-    /// Bases per streamed chunk (host-resident bases that exceed the
-    /// budget, or always when `force_streaming`).
+    /// Bases per streamed chunk of an MSM over host bases (two device
+    /// slots of this many bases each).
     pub stream_chunk: usize,
-    /// Stream host bases in chunks even when they would fit (tests).
-    pub force_streaming: bool,
+    /// Bases per Pippenger run over resident bases: a longer MSM runs as
+    /// several runs whose sums are added, so the split's scratch (40 bytes
+    /// per base of a run, [`crate::plan::split_bytes`]) stays bounded on a
+    /// small device. `None`: one run (fastest where memory allows).
+    pub max_run: Option<usize>,
+    /// Give every scratch buffer back to the memory source after each MSM
+    /// (a pool hands ranges out without driver calls), so that MSMs of other
+    /// sizes and curves start from an empty scratch arena and cannot
+    /// fragment it; `false` keeps and grows the buffers (no reallocation
+    /// when the memory source is the driver).
+    pub release_scratch: bool,
     /// Threads the bucket kernels aim to run at once (segments, chunks).
     pub target_threads: usize,
     /// Bucket accumulation with the mixed addition inlined into its loop
@@ -58,7 +68,7 @@ pub struct GpuMsmConfig {
     /// the number of full-width scalars ([`BucketSum::measured_default`]).
     pub bucket_sum: Option<BucketSum>,
     /// Record CUDA events between the stages of every MSM; read them with
-    /// [`super::GpuMsm::last_stage_times`] (costs a few microseconds per stage).
+    /// `GpuMsm::last_stage_times` (feature `cuda`) (costs a few microseconds per stage).
     pub stage_timing: bool,
 }
 
@@ -69,7 +79,8 @@ impl Default for GpuMsmConfig {
             memory_budget: None,
             reserve_bytes: 1 << 30,
             stream_chunk: 1 << 24,
-            force_streaming: false,
+            max_run: None,
+            release_scratch: false,
             // 132 SMs x ~1000 resident threads on an H200.
             target_threads: 1 << 17,
             stage_timing: false,

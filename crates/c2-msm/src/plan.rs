@@ -1,0 +1,268 @@
+//! Window plans and scratch shapes: pure functions of the sizes, the
+//! memory budget and the curve (unit-tested without a device; compiled
+//! without CUDA so that device-memory planners can size MSM scratch).
+
+use crate::MsmError;
+
+use crate::config::BucketSum;
+
+/// The plan of one Pippenger run, chosen from the number of full-width
+/// scalars `m` and the memory budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowPlan {
+    /// Window width in bits.
+    pub c: u32,
+    /// Windows in all: floor(255 / c) + 1.
+    pub windows: u32,
+    /// Windows sorted and summed per pass (memory).
+    pub per_pass: u32,
+}
+
+impl WindowPlan {
+    /// Buckets per window: 2^(c-1) (signed digits).
+    pub fn buckets(&self) -> usize {
+        1 << (self.c - 1)
+    }
+}
+
+/// Work units of a Pippenger with window c over m scalars: one mixed
+/// addition per (scalar, window) plus ~3 full additions per bucket
+/// (fix-up, running sum, total sum; a full XYZZ addition costs ~1.4 mixed
+/// ones).
+pub(crate) fn plan_cost(m: usize, c: u32, bucket_weight: f64) -> f64 {
+    let windows = (255 / c + 1) as f64;
+    windows * (m as f64 + bucket_weight * (1u64 << (c - 1)) as f64)
+}
+
+/// Cost of one bucket (fix-up, running sums, chunk scaling) in mixed
+/// additions, measured on the H200 (2026-11-30): ~4 for G1; ~12 for G2,
+/// where c = 13 beat c = 16 at 2^20 (110 vs 133 ms) but lost at 2^24.
+pub(crate) fn bucket_weight(xyzz_bytes: usize) -> f64 {
+    if xyzz_bytes > 192 {
+        12.0
+    } else {
+        4.0
+    }
+}
+
+/// What one pass's device scratch is made of besides m, c and the windows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScratchShape {
+    /// Bytes of one XYZZ point (192 for G1, 384 for G2).
+    pub xyzz_bytes: usize,
+    /// Threads the bucket kernels aim for ([`crate::GpuMsmConfig::target_threads`]).
+    pub threads: usize,
+    /// Segments per thread: 1 for [`BucketSum::Xyzz`], `batch` chains for
+    /// [`BucketSum::BatchedAffine`].
+    pub segments_per_thread: usize,
+    /// Extra bytes per segment (batched affine: accumulator, prefix product
+    /// and bucket word of a chain).
+    pub segment_state_bytes: usize,
+}
+
+impl ScratchShape {
+    /// XYZZ bucket sums: one segment per thread, no chain state.
+    pub fn xyzz(xyzz_bytes: usize, threads: usize) -> Self {
+        Self { xyzz_bytes, threads, segments_per_thread: 1, segment_state_bytes: 0 }
+    }
+
+    /// The shape of `sum` for a curve whose XYZZ points take `xyzz_bytes`
+    /// (affine points take half, a field element a quarter); `threads` is
+    /// the XYZZ kernel's target (batched affine brings its own).
+    pub fn for_bucket_sum(sum: BucketSum, xyzz_bytes: usize, threads: usize) -> Self {
+        match sum {
+            BucketSum::Xyzz => Self::xyzz(xyzz_bytes, threads),
+            BucketSum::BatchedAffine { batch, threads: affine_threads } => Self {
+                xyzz_bytes,
+                threads: affine_threads.max(1),
+                segments_per_thread: batch.max(1) as usize,
+                segment_state_bytes: xyzz_bytes / 2 + xyzz_bytes / 4 + 4,
+            },
+        }
+    }
+
+    /// Device scratch bytes of one window of an MSM over `m` full-width
+    /// scalars with `c`-bit windows (what [`plan_windows`] divides the
+    /// budget by).
+    pub fn window_bytes(&self, m: usize, c: u32) -> usize {
+        pass_bytes(m, 1 << (c.clamp(1, 31) - 1), 1, self)
+    }
+
+    /// Segments of a pass with `entries` sorted entries: at least 8 entries
+    /// each, at most `threads * segments_per_thread`.
+    pub(crate) fn segments(&self, entries: usize) -> usize {
+        entries.div_ceil(8).min(self.threads * self.segments_per_thread)
+    }
+}
+
+/// Chooses c (2..=16) by `plan_cost` (windows x (m + weight x buckets)), then how many windows fit a pass.
+pub fn plan_windows(
+    m: usize,
+    forced: Option<u32>,
+    budget: usize,
+    shape: &ScratchShape,
+) -> Result<WindowPlan, MsmError> {
+    let xyzz_bytes = shape.xyzz_bytes;
+    let c = match forced {
+        Some(c) if (2..=24).contains(&c) => c,
+        Some(c) => {
+            return Err(MsmError::Backend { backend: "cuda", message: format!("window width {c} not in 2..=24") })
+        }
+        None => {
+            let w = bucket_weight(xyzz_bytes);
+            (2..=16).min_by(|&a, &b| plan_cost(m, a, w).total_cmp(&plan_cost(m, b, w))).unwrap_or(16)
+        }
+    };
+    let windows = 255 / c + 1;
+    let per_window = shape.window_bytes(m, c);
+    // Offsets are u32: entries of one pass must stay below 2^32.
+    let by_offsets = ((u32::MAX as usize) / m.max(1)).max(1);
+    let per_pass = (budget / per_window.max(1)).min(windows as usize).min(by_offsets);
+    if per_pass == 0 {
+        return Err(MsmError::Backend {
+            backend: "cuda",
+            message: format!(
+                "MSM of {m} scalars needs {per_window} bytes of device scratch per window; budget is {budget}"
+            ),
+        });
+    }
+    Ok(WindowPlan { c, windows, per_pass: per_pass as u32 })
+}
+
+/// Device scratch of one pass over `wn` windows (entries, counts, buckets,
+/// segment partials, reduction outputs) per window, with `wn` windows.
+pub(crate) fn pass_bytes(m: usize, buckets: usize, wn: usize, shape: &ScratchShape) -> usize {
+    let entries = m * wn;
+    let segments = shape.segments(entries) + 1;
+    let xyzz = shape.xyzz_bytes;
+    entries * 4
+        + (wn * buckets + 1) * 12
+        + wn * buckets * xyzz
+        + segments * (2 * xyzz + shape.segment_state_bytes)
+        + shape.threads * xyzz
+}
+
+/// Device bytes of one run over `run` bases besides the per-pass scratch
+/// that [`plan_windows`] sizes from its budget: the split's outputs (a
+/// canonical copy and a base index per full-width scalar, a base index per
+/// scalar equal to one; at most one entry per base of the run), the split
+/// counters, and the window points.
+pub fn split_bytes(run: usize) -> usize {
+    run * (std::mem::size_of::<[u64; 4]>() + 2 * std::mem::size_of::<u32>()) + (1 << 16)
+}
+
+/// The per-pass budget [`plan_windows`] needs to plan one window of any run
+/// of at most `run` full-width scalars (every run length from `run` down,
+/// halving, since the window width follows the count), with the default
+/// bucket sums for a curve whose XYZZ points take `xyzz_bytes`.
+pub fn min_pass_budget(run: usize, xyzz_bytes: usize, threads: usize) -> usize {
+    let mut worst = 0;
+    let mut m = run.max(1);
+    loop {
+        worst = worst.max(pass_budget(m, xyzz_bytes, threads, |_| 1));
+        if m == 1 {
+            return worst;
+        }
+        m /= 2;
+    }
+}
+
+/// The per-pass budget that puts every window of a run of `run` full-width
+/// scalars in one pass (the fastest plan; fewer full-width scalars may take
+/// a second pass, which costs little at their size).
+pub fn full_pass_budget(run: usize, xyzz_bytes: usize, threads: usize) -> usize {
+    pass_budget(run.max(1), xyzz_bytes, threads, |p| p.windows as usize)
+}
+
+/// What [`plan_windows`] needs for `windows(plan)` windows per pass at `m`
+/// (it divides its budget by one window's bytes).
+fn pass_budget(m: usize, xyzz_bytes: usize, threads: usize, windows: impl Fn(&WindowPlan) -> usize) -> usize {
+    let shape = ScratchShape::for_bucket_sum(BucketSum::measured_default(xyzz_bytes, m), xyzz_bytes, threads);
+    plan_windows(m, None, usize::MAX / 4, &shape).map_or(0, |p| windows(&p) * shape.window_bytes(m, p.c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BIG: usize = 1 << 40;
+
+    #[test]
+    fn large_inputs_use_16_bit_windows_in_one_pass() {
+        for xyzz in [192, 384] {
+            let p = plan_windows(1 << 26, None, BIG, &ScratchShape::xyzz(xyzz, 1 << 17)).unwrap();
+            assert_eq!((p.c, p.windows, p.per_pass), (16, 16, 16), "xyzz {xyzz}");
+        }
+    }
+
+    #[test]
+    fn small_inputs_use_small_windows() {
+        for m in [1usize, 2, 3, 100, 1000] {
+            let p = plan_windows(m, None, BIG, &ScratchShape::xyzz(192, 1 << 17)).unwrap();
+            assert!(p.c <= 8, "m = {m}: c = {}", p.c);
+            assert_eq!(p.windows, 255 / p.c + 1);
+        }
+        // G2 buckets weigh more: narrower windows at 2^20 (measured faster).
+        let g1 = plan_windows(1 << 20, None, BIG, &ScratchShape::xyzz(192, 1 << 17)).unwrap();
+        let g2 = plan_windows(1 << 20, None, BIG, &ScratchShape::xyzz(384, 1 << 17)).unwrap();
+        assert!(g2.c < g1.c, "{g1:?} {g2:?}");
+    }
+
+    #[test]
+    fn windows_split_into_passes_under_a_budget() {
+        let (m, threads) = (1 << 20, 1 << 17);
+        for shape in [
+            ScratchShape::xyzz(192, threads),
+            ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads),
+        ] {
+            let per = pass_bytes(m, 1 << 15, 1, &shape);
+            let p = plan_windows(m, Some(16), 3 * per, &shape).unwrap();
+            assert_eq!(p.per_pass, 3, "{shape:?}");
+            let e = plan_windows(m, Some(16), per - 1, &shape).unwrap_err();
+            assert!(e.to_string().contains("budget"), "{e}");
+        }
+        // Chain state counts: the batched-affine pass needs more scratch.
+        let affine = ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads);
+        assert!(pass_bytes(m, 1 << 15, 1, &affine) > pass_bytes(m, 1 << 15, 1, &ScratchShape::xyzz(192, threads)));
+    }
+
+    #[test]
+    fn window_widths_outside_2_to_24_are_rejected() {
+        for c in [0, 1, 25, 64] {
+            assert!(plan_windows(10, Some(c), BIG, &ScratchShape::xyzz(192, 1 << 17)).is_err(), "c = {c}");
+        }
+        for c in [2, 16, 24] {
+            assert_eq!(plan_windows(10, Some(c), BIG, &ScratchShape::xyzz(192, 1 << 17)).unwrap().c, c);
+        }
+    }
+
+    /// The pass budgets the planners use are what plan_windows needs: one
+    /// window fits the minimum at every run length down to one, the full
+    /// budget holds every window of the run in one pass.
+    #[test]
+    fn pass_budgets_hold_one_and_all_windows() {
+        let threads = 1 << 17;
+        for xyzz in [192usize, 384] {
+            for log in [0u32, 5, 12, 20, 22, 24, 27] {
+                let run = 1usize << log;
+                let (min, full) = (min_pass_budget(run, xyzz, threads), full_pass_budget(run, xyzz, threads));
+                assert!(min <= full, "2^{log} xyzz {xyzz}");
+                let shape = |m| ScratchShape::for_bucket_sum(BucketSum::measured_default(xyzz, m), xyzz, threads);
+                let p = plan_windows(run, None, full, &shape(run)).unwrap();
+                assert_eq!(p.per_pass, p.windows, "full at 2^{log}");
+                let mut m = run;
+                loop {
+                    assert!(plan_windows(m, None, min, &shape(m)).is_ok(), "min at {m} of 2^{log}");
+                    if m == 1 {
+                        break;
+                    }
+                    m /= 2;
+                }
+            }
+        }
+        // A 2^27 G1 run: ~0.5 GB per 16-bit window, 16 windows in one pass.
+        let one = min_pass_budget(1 << 27, 192, threads);
+        assert!((500 << 20..700 << 20).contains(&one), "{one}");
+        assert!(full_pass_budget(1 << 27, 192, threads) >= 16 * (512 << 20));
+    }
+}
