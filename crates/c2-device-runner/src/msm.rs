@@ -256,6 +256,12 @@ where
     let want_m = C::cpu(&all[..mask.count_ones()], &sp, Some(&mask));
     let got = C::gpu(&mc, &all[..mask.count_ones()], &sp, Some(&mask))?;
     r.check(format!("msm {}{tag} n={n} streamed + mask 40% porep", C::PREFIX), got == want_m);
+    // Slots sized in bytes (a device plan's): G1 chunks of 4099 bases, G2
+    // chunks of 2049; scratch given back after each MSM.
+    let cfg = GpuMsmConfig { stream_slot_bytes: Some(4099 * 96), release_scratch: true, ..base.clone() };
+    let ms = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = C::gpu(&ms, &all[..mask.count_ones()], &sp, Some(&mask))?;
+    r.check(format!("msm {}{tag} n={n} streamed through 393 KB slots + mask", C::PREFIX), got == want_m);
 
     // Device API with canonical scalars.
     let canon: Vec<[u64; 4]> = s.iter().map(|x| canonical(x)).collect();

@@ -46,8 +46,12 @@ pub struct GpuMsmConfig {
     /// Device memory left free when the budget comes from the driver.
     pub reserve_bytes: usize,
     /// Bases per streamed chunk of an MSM over host bases (two device
-    /// slots of this many bases each).
+    /// slots of this many bases each), unless `stream_slot_bytes` is set.
     pub stream_chunk: usize,
+    /// Bytes per streamed slot: each chunk is as many bases as fit (G1
+    /// chunks twice as long as G2's, so the fixed cost of a run is paid
+    /// half as often for G1); `None`: `stream_chunk` bases.
+    pub stream_slot_bytes: Option<usize>,
     /// Bases per Pippenger run over resident bases: a longer MSM runs as
     /// several runs whose sums are added, so the split's scratch (40 bytes
     /// per base of a run, [`crate::plan::split_bytes`]) stays bounded on a
@@ -79,6 +83,7 @@ impl Default for GpuMsmConfig {
             memory_budget: None,
             reserve_bytes: 1 << 30,
             stream_chunk: 1 << 24,
+            stream_slot_bytes: None,
             max_run: None,
             release_scratch: false,
             // 132 SMs x ~1000 resident threads on an H200.

@@ -256,7 +256,7 @@ impl GpuProver {
             stage_timing: true,
             memory_budget: Some(plan.pass_budget),
             max_run: plan.max_run,
-            stream_chunk: plan.stream_chunk,
+            stream_slot_bytes: Some(plan.slot_bytes),
             release_scratch: true,
             ..config.msm.clone()
         };

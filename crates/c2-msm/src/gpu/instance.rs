@@ -157,9 +157,10 @@ impl GpuMsm {
         &self.config
     }
 
-    /// Kernel milliseconds per stage of the last MSM run (split, ones, sort,
-    /// accumulate, fixup, reduce, window sums, affine), with
-    /// `config.stage_timing` on; empty otherwise.
+    /// Kernel milliseconds per stage of the last MSM (split, ones, sort,
+    /// accumulate, fixup, reduce, window sums, affine), summed over its runs
+    /// (streamed chunks, bounded runs), with `config.stage_timing` on; empty
+    /// otherwise.
     pub fn last_stage_times(&self) -> Vec<(&'static str, f32)> {
         self.stages.lock().map(|v| v.clone()).unwrap_or_default()
     }
@@ -180,6 +181,12 @@ impl GpuMsm {
                 Ok(free.saturating_sub(self.config.reserve_bytes))
             }
         }
+    }
+
+    /// Before every MSM: the stage totals start from zero.
+    pub(super) fn before_msm(&self) -> Result<(), MsmError> {
+        self.stages.lock().map_err(|_| poisoned())?.clear();
+        Ok(())
     }
 
     /// After every MSM: with `config.release_scratch`, waits for the MSM's

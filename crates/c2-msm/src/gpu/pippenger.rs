@@ -197,7 +197,15 @@ impl GpuMsm {
         aff.download_async(0, &mut host, s).map_err(e)?;
         s.synchronize().map_err(e)?;
         if self.config.stage_timing {
-            *self.stages.lock().map_err(|_| poisoned())? = clock.totals()?;
+            // Runs of one MSM (chunks, bounded runs) add up; the MSM's entry
+            // point cleared the totals.
+            let mut stages = self.stages.lock().map_err(|_| poisoned())?;
+            for (name, ms) in clock.totals()? {
+                match stages.iter_mut().find(|(n, _)| *n == name) {
+                    Some((_, t)) => *t += ms,
+                    None => stages.push((name, ms)),
+                }
+            }
         }
         let mut acc = C::Projective::identity();
         if let Some(plan) = plan {

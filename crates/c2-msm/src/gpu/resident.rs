@@ -39,6 +39,7 @@ impl GpuMsm {
         let available = bases.len().saturating_sub(first);
         let needed = check_shape_device(C::PREFIX, available, scalars.len(), mask)?;
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        self.before_msm()?;
         let point = std::mem::size_of::<C::Affine>();
         // Runs of at most `max_run` bases (bounded split scratch), each a
         // full Pippenger over its range; the sums add up to the MSM.

@@ -31,11 +31,15 @@ impl GpuMsm {
             return Ok(C::Projective::identity());
         }
         let bases = &bases[..n];
-        // Chunks of `stream_chunk` bases: two device slots of that size
-        // however long the query (what a device-memory plan counts on), the
-        // next chunk's upload overlapping this chunk's kernels.
-        let chunk = self.config.stream_chunk.clamp(1, n);
+        // Chunks of `stream_chunk` bases, or of as many as fit
+        // `stream_slot_bytes` (G1 chunks twice as long as G2's): two device
+        // slots of that size however long the query (what a device-memory
+        // plan counts on), the next chunk's upload overlapping this chunk's
+        // kernels.
+        let point = std::mem::size_of::<C::Affine>();
+        let chunk = self.config.stream_slot_bytes.map_or(self.config.stream_chunk, |b| b / point).clamp(1, n);
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        self.before_msm()?;
         let chunks: Vec<(usize, usize)> = (0..n).step_by(chunk).map(|lo| (lo, (lo + chunk).min(n))).collect();
         // Both slots allocated up front: no allocation (and its implicit
         // device synchronisation) inside the loop.
