@@ -3,7 +3,10 @@
 //! needed), synthesizes partition 0 of its C2 circuit and prints the share of
 //! aux values that are 0, 1 or other (and how wide the others are), overall
 //! and among the aux variables in A and in B: the numbers the synthetic
-//! 32 GiB shape (`porep_c2::synthetic`) is built from.
+//! 32 GiB shape (`c2_testkit::synthetic`) is built from. Then, for each query
+//! whose bases are streamed on a small device (L, A's and B's aux parts),
+//! the share of bases in blocks of 2^k consecutive bases whose scalars are
+//! all zero: what a streamed MSM could leave on the host.
 //!
 //! ```text
 //! cargo run --release --example witness-mix -- 2KiB 8MiB
@@ -49,6 +52,24 @@ fn line(label: &str, m: [usize; 4]) -> String {
     )
 }
 
+/// Share of the bases of one query, in blocks of `block` consecutive bases,
+/// whose block's scalars are all zero. `scalars` are the query's scalars in
+/// base order (a mask's set entries only).
+fn zero_block_share(scalars: &[&blstrs::Scalar], block: usize) -> f64 {
+    let zero = scalars
+        .chunks(block)
+        .filter(|c| c.iter().all(|x| x.to_bytes_le().iter().all(|&v| v == 0)))
+        .map(|c| c.len())
+        .sum::<usize>();
+    100.0 * zero as f64 / scalars.len().max(1) as f64
+}
+
+fn zero_blocks(label: &str, scalars: &[&blstrs::Scalar]) -> String {
+    let shares: Vec<String> =
+        [2u32, 4, 6, 8, 12, 16].iter().map(|&k| format!("2^{k}: {:.1} %", zero_block_share(scalars, 1 << k))).collect();
+    format!("  {label:<12} bases in all-zero blocks of {}", shares.join(", "))
+}
+
 fn main() {
     let sizes: Vec<String> = std::env::args().skip(1).collect();
     let sizes = if sizes.is_empty() { vec!["2KiB".to_string()] } else { sizes };
@@ -78,5 +99,11 @@ fn main() {
         println!("{}", line("all aux", mix(aux, |_| true)));
         println!("{}", line("aux in A", mix(aux, |i| s.a_aux_density.get(i))));
         println!("{}", line("aux in B", mix(aux, |i| s.b_aux_density.get(i))));
+        let query = |pick: &dyn Fn(usize) -> bool| {
+            aux.iter().enumerate().filter(|(i, _)| pick(*i)).map(|(_, x)| x).collect::<Vec<_>>()
+        };
+        println!("{}", zero_blocks("L", &query(&|_| true)));
+        println!("{}", zero_blocks("A (aux)", &query(&|i| s.a_aux_density.get(i))));
+        println!("{}", zero_blocks("B (aux)", &query(&|i| s.b_aux_density.get(i))));
     }
 }

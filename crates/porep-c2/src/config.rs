@@ -9,6 +9,7 @@ use c2_sched::PipelineConfig;
 
 use crate::backend::Backend;
 use crate::params::ParamsSource;
+use crate::params_cache::ParamsCache;
 
 /// Where the blinding factors `r`, `s` come from.
 #[derive(Clone, Debug, Default)]
@@ -30,6 +31,10 @@ pub struct ProverConfig {
     /// Where the Groth16 parameters are. Default: filecoin-proofs' default
     /// folder; [`ProverConfig::from_env`] honours `FIL_PROOFS_PARAMETER_CACHE`.
     pub params: ParamsSource,
+    /// Loaded parameter sets, shared by every proof made with this config or
+    /// a clone of it: a file is read once, not once per proof (bounded:
+    /// [`ParamsCache::new`]; default 64 GiB of sets nobody holds).
+    pub params_cache: Arc<ParamsCache>,
     /// Blinding randomness. Default: the OS RNG.
     pub randomness: Randomness,
     /// Verify the proof before returning it (filecoin-proofs always does).
@@ -78,6 +83,7 @@ impl Default for ProverConfig {
     fn default() -> Self {
         Self {
             params: ParamsSource::default(),
+            params_cache: Arc::new(ParamsCache::default()),
             randomness: Randomness::Os,
             verify: true,
             check_vanilla_proofs: true,

@@ -20,7 +20,7 @@
 //! parameters resident).
 //!
 //! Modules, each importing only those listed before it: `params` (files,
-//! keys) → [`plan`] (device working sets, pure) → `error` → `report`
+//! keys) → `params_cache` (each file read once per process) → [`plan`] (device working sets, pure) → `error` → `report`
 //! (timings) → `groth16` (the math: shape check,
 //! the one MSM sequence, assembly) → `backend` (stages or workers, gates) →
 //! `gpu` (the GPU workers and their factory) → `select` ([`Backend::auto`])
@@ -35,6 +35,7 @@ mod error;
 pub mod gpu;
 mod groth16;
 mod params;
+mod params_cache;
 pub mod plan;
 mod prover;
 mod report;
@@ -57,6 +58,7 @@ pub use params::{
     params_key, params_path, read_parameters, read_verifying_key, verifying_key_path, write_parameters, ParamsError,
     ParamsSource, DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV,
 };
+pub use params_cache::{parameter_bytes, FileIdentity, ParamsCache};
 pub use prover::{
     blinding_pairs, prove_instance, prove_porep_c2, prove_porep_c2_with_report, prove_porep_c2_with_rng,
     SINGLE_PARTITION_PROOF_LEN,

@@ -69,13 +69,24 @@ impl ParamsSource {
         }
     }
 
-    /// Loads the parameters for `parameter_id` (see
-    /// [`c2_synth::PorepInstance::parameter_id`]).
+    /// Reads the parameters for `parameter_id` (see
+    /// [`c2_synth::PorepInstance::parameter_id`]) from their file, every
+    /// call; [`crate::ParamsCache::load`] reads each file once.
     pub fn load(&self, parameter_id: &str) -> Result<Arc<Parameters<Bls12>>, ParamsError> {
         match self {
             Self::Loaded(p) => Ok(p.clone()),
             Self::File(path) => read_parameters(path).map(Arc::new),
             Self::CacheDir(dir) => read_parameters(&params_path(dir, parameter_id)).map(Arc::new),
+        }
+    }
+
+    /// The file behind this source for `parameter_id` (`None` for
+    /// parameters already in memory).
+    pub fn path(&self, parameter_id: &str) -> Option<PathBuf> {
+        match self {
+            Self::Loaded(_) => None,
+            Self::File(path) => Some(path.clone()),
+            Self::CacheDir(dir) => Some(params_path(dir, parameter_id)),
         }
     }
 }

@@ -93,7 +93,8 @@ fn prove_loaded(
     }
     let check_vanilla = t.elapsed();
     let t = Instant::now();
-    let params = config.params.load(instance.parameter_id())?;
+    // Read once per process (per shared cache), not once per proof.
+    let params = config.params_cache.load(&config.params, instance.parameter_id())?;
     let load_params = t.elapsed();
     let config = ProverConfig { check_vanilla_proofs: false, ..config.clone() };
     let (proof, mut report) = prove_instance(instance, &params, blinding, &config)?;
