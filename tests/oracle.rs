@@ -105,6 +105,12 @@ fn tiny_stacked_drg_synthesis_is_satisfied_and_deterministic() {
     let instance = demo::tiny_instance(&tiny_config()).unwrap();
     let a = instance.synthesize_partition(0).unwrap();
     assert!(a.a.iter().zip(&a.b).zip(&a.c).all(|((x, y), z)| *x * y == *z), "a·b = c everywhere");
+    // The library's check agrees, and finds a broken constraint by index.
+    c2_synth::check_satisfied(&a).unwrap();
+    let mut broken = a.clone();
+    let k = broken.c.len() / 3;
+    broken.c[k] += Scalar::ONE;
+    assert_eq!(c2_synth::first_unsatisfied(&broken), Some(k));
     assert_eq!(a.a_aux_density.len(), a.num_aux());
     assert_eq!(a.b_input_density.len(), a.num_inputs());
     assert_eq!(a.input_assignment[0], Scalar::ONE);

@@ -15,10 +15,12 @@
 //!   Lotus and Curio write.
 #![deny(missing_docs)]
 
+mod check;
 mod cs;
 mod porep;
 
 pub use c2_core::{Density, Synthesized};
+pub use check::{check_satisfied, first_unsatisfied};
 pub use cs::{synthesize, WitnessCs};
 pub use porep::{instance_from_c1, synthesize_partitions, PorepInstance, StackedInstance, SynthConfig};
 
@@ -75,6 +77,15 @@ pub enum SynthError {
         partition: usize,
         /// The underlying message.
         message: String,
+    },
+    /// A synthesized partition does not satisfy its constraints: the first
+    /// constraint `i` with `a_i · b_i ≠ c_i` ([`check_satisfied`]).
+    #[error("partition does not satisfy its constraints: constraint {constraint} has a·b ≠ c (of {constraints})")]
+    Unsatisfied {
+        /// Index of the first failing constraint (input constraints included).
+        constraint: usize,
+        /// Constraints checked.
+        constraints: usize,
     },
     /// The circuit's own synthesis failed (an unsatisfiable witness computation).
     #[error("synthesizing partition {partition}: {source}")]
