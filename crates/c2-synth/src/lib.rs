@@ -15,11 +15,13 @@
 //!   Lotus and Curio write.
 #![deny(missing_docs)]
 
+mod cc_sector;
 mod check;
 mod cs;
 mod porep;
 
 pub use c2_core::{Density, Synthesized};
+pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
 pub use check::{check_satisfied, first_unsatisfied};
 pub use cs::{synthesize, WitnessCs};
 pub use porep::{instance_from_c1, synthesize_partitions, PorepInstance, StackedInstance, SynthConfig};
