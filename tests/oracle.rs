@@ -116,6 +116,9 @@ fn tiny_stacked_drg_synthesis_is_satisfied_and_deterministic() {
     assert_eq!(a.input_assignment[0], Scalar::ONE);
     let b = instance.synthesize_partition(0).unwrap();
     assert!(a == b, "synthesis is deterministic");
+    // The challenges synthesized concurrently (the default) give the
+    // sequential pass's record, bit for bit.
+    assert!(a == instance.synthesize_partition_sequential(0).unwrap(), "parallel == sequential");
     let parallel =
         c2_synth::synthesize_partitions(&instance, &[1, 0], &c2_synth::SynthConfig { max_parallel: 2 }).unwrap();
     assert!(parallel[1] == a, "parallel synthesis returns partitions in request order");

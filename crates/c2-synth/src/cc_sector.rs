@@ -394,6 +394,8 @@ mod tests {
         instance.check_vanilla_proofs().unwrap();
         let p = instance.synthesize_partition(0).unwrap();
         check_satisfied(&p).unwrap();
+        // The challenges synthesized concurrently give the sequential record.
+        assert!(p == instance.synthesize_partition_sequential(0).unwrap(), "parallel == sequential");
         // Deterministic for one configuration; another rng seed changes the
         // random columns (and so comm_r), not comm_d.
         let again = cc_sector(RegisteredSealProof::StackedDrg2KiBV1_1, &config).unwrap();
@@ -427,7 +429,14 @@ mod tests {
         let s = cc_sector(RegisteredSealProof::StackedDrg8MiBV1_1, &config).unwrap();
         let instance = instance_from_c1(&s.c1, s.prover_id, s.sector_id).unwrap();
         instance.check_vanilla_proofs().unwrap();
-        check_satisfied(&instance.synthesize_partition(0).unwrap()).unwrap();
+        let t = std::time::Instant::now();
+        let parallel = instance.synthesize_partition(0).unwrap();
+        let t_parallel = t.elapsed();
+        let t = std::time::Instant::now();
+        let sequential = instance.synthesize_partition_sequential(0).unwrap();
+        eprintln!("8 MiB partition: challenges in parallel {t_parallel:.1?}, sequential {:.1?}", t.elapsed());
+        assert!(parallel == sequential, "parallel == sequential");
+        check_satisfied(&parallel).unwrap();
         for rp in [
             RegisteredSealProof::StackedDrg512MiBV1_1,
             RegisteredSealProof::StackedDrg32GiBV1_1,
