@@ -23,7 +23,7 @@ use storage_proofs_core::{
 };
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
-use crate::{synthesize, Density, SynthError, Synthesized, WitnessCs};
+use crate::{synthesize, ConstraintMatrices, Density, MatrixError, SynthError, Synthesized, WitnessCs};
 use bellperson::ConstraintSystem;
 use ff::Field;
 
@@ -70,6 +70,33 @@ pub trait PorepInstance: Send + Sync {
     /// as bellperson's prover does.
     fn synthesize_partition_sequential(&self, k: usize) -> Result<Synthesized, SynthError> {
         self.synthesize_partition(k)
+    }
+
+    /// The circuit shape's constraint matrices, recorded from a blank
+    /// circuit (the same for every partition of a shape).
+    fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
+        Err(MatrixError::Unsupported(format!("a {} B instance of this kind", self.sector_size())))
+    }
+
+    /// The matrices cached in `dir` beside the parameters
+    /// ([`crate::matrices_path`]), recorded (and written) when missing or
+    /// corrupt; `true` when recorded now.
+    fn load_or_record_matrices(&self, dir: &std::path::Path) -> Result<(ConstraintMatrices, bool), MatrixError> {
+        let path = crate::matrices_path(dir, self.parameter_id());
+        match ConstraintMatrices::read(&path) {
+            Ok(m) => Ok((m, false)),
+            Err(MatrixError::Io { source, .. }) if source.kind() != std::io::ErrorKind::NotFound => {
+                Err(MatrixError::Io { path, source })
+            }
+            Err(e) => {
+                if !matches!(e, MatrixError::Io { .. }) {
+                    log::warn!("c2-synth: {e}; recording the constraint matrices again");
+                }
+                let m = self.record_matrices()?;
+                m.write(&path)?;
+                Ok((m, true))
+            }
+        }
     }
 
     /// The public inputs of partition `k`, as a verifier computes them.
@@ -367,6 +394,13 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
     fn synthesize_partition_sequential(&self, k: usize) -> Result<Synthesized, SynthError> {
         let circuit = self.circuit(k)?;
         no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
+    }
+
+    fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
+        let blank = <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::blank_circuit(
+            &self.vanilla_params,
+        );
+        ConstraintMatrices::record(blank)
     }
 
     fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError> {

@@ -1,0 +1,464 @@
+//! A circuit's constraint matrices, recorded once per circuit shape: A, B
+//! and C as sparse rows over z = (inputs, aux), coefficients deduplicated,
+//! so that a, b, c = A·z, B·z, C·z can be computed from a witness alone
+//! (on the CPU here; on the GPU later) instead of being evaluated
+//! constraint by constraint during synthesis. The densities of the MSM
+//! queries are structural and come with them.
+//!
+//! Recorded from a blank circuit (no values: the structure is the same for
+//! every partition of a shape), with bellperson's `input · 0 = 0`
+//! constraints appended, so `evaluate` returns exactly what
+//! [`crate::synthesize`] records. Zero coefficients are dropped (they
+//! neither add nor mark a density, as in bellperson's evaluation).
+//!
+//! On disk (`write` / `read`): a small header, the coefficients, the three
+//! matrices, and a SHA-256 of everything before it; `read` refuses a file
+//! whose checksum or sizes do not match ([`MatrixError`]), and
+//! `PorepInstance::load_or_record_matrices` then records them again.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
+use blstrs::Scalar;
+use ff::{Field, PrimeField};
+use rayon::prelude::*;
+use sha2::{Digest, Sha256};
+
+use crate::Density;
+
+/// One matrix: per row, its entries (column, coefficient index).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SparseMatrix {
+    /// Row r's entries are `cols[row_starts[r]..row_starts[r + 1]]`.
+    pub row_starts: Vec<u64>,
+    /// Column of each entry: inputs first (0..inputs), then aux.
+    pub cols: Vec<u32>,
+    /// Index into [`ConstraintMatrices::coeffs`] of each entry.
+    pub coeffs: Vec<u32>,
+}
+
+impl SparseMatrix {
+    fn new() -> Self {
+        Self { row_starts: vec![0], cols: Vec::new(), coeffs: Vec::new() }
+    }
+
+    /// Rows.
+    pub fn rows(&self) -> usize {
+        self.row_starts.len() - 1
+    }
+
+    /// Non-zero entries.
+    pub fn entries(&self) -> usize {
+        self.cols.len()
+    }
+}
+
+/// A, B, C of one circuit shape.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConstraintMatrices {
+    /// Public inputs, ONE included.
+    pub inputs: usize,
+    /// Aux variables.
+    pub aux: usize,
+    /// The distinct coefficients.
+    pub coeffs: Vec<Scalar>,
+    /// A.
+    pub a: SparseMatrix,
+    /// B.
+    pub b: SparseMatrix,
+    /// C.
+    pub c: SparseMatrix,
+}
+
+/// Errors of the matrix cache.
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixError {
+    /// Reading or writing the file failed.
+    #[error("constraint matrices {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a matrix file of this version, or its checksum or
+    /// sizes do not match its contents.
+    #[error("constraint matrices {path}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What did not match.
+        reason: String,
+    },
+    /// Recording the blank circuit failed.
+    #[error("recording constraint matrices: {0}")]
+    Synthesis(#[from] SynthesisError),
+    /// This instance has no recordable circuit shape.
+    #[error("constraint matrices are not available for {0}")]
+    Unsupported(String),
+}
+
+/// The constraint system that records the matrices.
+struct MatrixCs {
+    m: ConstraintMatrices,
+    coeff_index: HashMap<[u8; 32], u32>,
+}
+
+impl ConstraintSystem<Scalar> for MatrixCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self {
+            m: ConstraintMatrices {
+                a: SparseMatrix::new(),
+                b: SparseMatrix::new(),
+                c: SparseMatrix::new(),
+                ..Default::default()
+            },
+            coeff_index: HashMap::new(),
+        }
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.m.aux += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.m.aux - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, _: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.m.inputs += 1;
+        Ok(Variable::new_unchecked(Index::Input(self.m.inputs - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, a: LA, b: LB, c: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+        // Columns are numbered (inputs, aux) at the end: keep aux indices
+        // raw now and shift them when the inputs are known.
+        for (lc, which) in
+            [(a(LinearCombination::zero()), 0), (b(LinearCombination::zero()), 1), (c(LinearCombination::zero()), 2)]
+        {
+            self.row_raw(&lc, which);
+        }
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// Aux columns are recorded with this bit set and renumbered after the
+/// last input is known (inputs can be allocated after aux variables).
+const AUX_TAG: u32 = 1 << 31;
+
+impl MatrixCs {
+    fn row_raw(&mut self, lc: &LinearCombination<Scalar>, which: u8) {
+        let tagged: Vec<(u32, Scalar)> = lc
+            .iter_inputs()
+            .map(|(&i, c)| (i as u32, *c))
+            .chain(lc.iter_aux().map(|(&i, c)| (i as u32 | AUX_TAG, *c)))
+            .filter(|(_, c)| !bool::from(c.is_zero()))
+            .collect();
+        let mat_index = which;
+        for (col, coeff) in tagged {
+            let key = coeff.to_repr();
+            let next = self.m.coeffs.len() as u32;
+            let idx = *self.coeff_index.entry(key).or_insert(next);
+            if idx == next {
+                self.m.coeffs.push(coeff);
+            }
+            let mat = self.mat(mat_index);
+            mat.cols.push(col);
+            mat.coeffs.push(idx);
+        }
+        let mat = self.mat(mat_index);
+        mat.row_starts.push(mat.cols.len() as u64);
+    }
+
+    fn mat(&mut self, which: u8) -> &mut SparseMatrix {
+        match which {
+            0 => &mut self.m.a,
+            1 => &mut self.m.b,
+            _ => &mut self.m.c,
+        }
+    }
+
+    /// Renumbers tagged aux columns to `inputs + i`.
+    fn finish(mut self) -> ConstraintMatrices {
+        let inputs = self.m.inputs as u32;
+        for mat in [&mut self.m.a, &mut self.m.b, &mut self.m.c] {
+            for col in &mut mat.cols {
+                if *col & AUX_TAG != 0 {
+                    *col = inputs + (*col & !AUX_TAG);
+                }
+            }
+        }
+        self.m
+    }
+}
+
+impl ConstraintMatrices {
+    /// Records `circuit` (values not needed: a blank circuit will do) as
+    /// bellperson's prover sees it: the ONE input first, the circuit, then
+    /// `input_i · 0 = 0` for every input.
+    pub fn record<C: Circuit<Scalar>>(circuit: C) -> Result<Self, MatrixError> {
+        let mut cs = MatrixCs::new();
+        cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+        circuit.synthesize(&mut cs)?;
+        for i in 0..cs.m.inputs {
+            cs.enforce(|| "input binding", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
+        }
+        let m = cs.finish();
+        if m.inputs + m.aux >= AUX_TAG as usize {
+            return Err(MatrixError::Synthesis(SynthesisError::Unsatisfiable));
+        }
+        Ok(m)
+    }
+
+    /// Constraints (rows).
+    pub fn constraints(&self) -> usize {
+        self.a.rows()
+    }
+
+    /// a, b, c = A·z, B·z, C·z for z = (inputs, aux), in parallel over rows.
+    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
+        let z = |col: u32| -> Scalar {
+            let col = col as usize;
+            if col < inputs.len() {
+                inputs[col]
+            } else {
+                aux[col - inputs.len()]
+            }
+        };
+        let product = |m: &SparseMatrix| -> Vec<Scalar> {
+            (0..m.rows())
+                .into_par_iter()
+                .map(|r| {
+                    let (s, e) = (m.row_starts[r] as usize, m.row_starts[r + 1] as usize);
+                    let mut acc = Scalar::ZERO;
+                    for k in s..e {
+                        let c = self.coeffs[m.coeffs[k] as usize];
+                        let v = z(m.cols[k]);
+                        acc += if c == Scalar::ONE { v } else { v * c };
+                    }
+                    acc
+                })
+                .collect()
+        };
+        (product(&self.a), product(&self.b), product(&self.c))
+    }
+
+    /// The MSM queries' densities: aux columns in A, input and aux columns
+    /// in B (structural: a column is set when some row uses it).
+    pub fn densities(&self) -> (Density, Density, Density) {
+        let mark = |m: &SparseMatrix, from: usize, len: usize| {
+            let mut used = vec![false; len];
+            for &c in &m.cols {
+                let c = c as usize;
+                if (from..from + len).contains(&c) {
+                    used[c - from] = true;
+                }
+            }
+            Density::from_bools(used)
+        };
+        (mark(&self.a, self.inputs, self.aux), mark(&self.b, 0, self.inputs), mark(&self.b, self.inputs, self.aux))
+    }
+
+    /// Bytes of the recorded entries.
+    pub fn bytes(&self) -> usize {
+        let m = |x: &SparseMatrix| x.row_starts.len() * 8 + x.cols.len() * 8;
+        m(&self.a) + m(&self.b) + m(&self.c) + self.coeffs.len() * 32
+    }
+}
+
+/// File magic and version.
+const MAGIC: &[u8; 8] = b"c2mtx001";
+
+impl ConstraintMatrices {
+    /// Writes the matrices to `path` (through a temporary name, so a crash
+    /// never leaves a partial file under the real one).
+    pub fn write(&self, path: &Path) -> Result<(), MatrixError> {
+        let io = |source| MatrixError::Io { path: path.into(), source };
+        let mut body: Vec<u8> = Vec::with_capacity(self.bytes() + 64);
+        body.extend_from_slice(MAGIC);
+        for n in [self.inputs, self.aux, self.coeffs.len()] {
+            body.extend_from_slice(&(n as u64).to_le_bytes());
+        }
+        for c in &self.coeffs {
+            body.extend_from_slice(&c.to_repr());
+        }
+        for m in [&self.a, &self.b, &self.c] {
+            body.extend_from_slice(&(m.row_starts.len() as u64).to_le_bytes());
+            body.extend_from_slice(&(m.cols.len() as u64).to_le_bytes());
+            m.row_starts.iter().for_each(|x| body.extend_from_slice(&x.to_le_bytes()));
+            m.cols.iter().for_each(|x| body.extend_from_slice(&x.to_le_bytes()));
+            m.coeffs.iter().for_each(|x| body.extend_from_slice(&x.to_le_bytes()));
+        }
+        let sum = Sha256::digest(&body);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let tmp = path.with_extension("partial");
+        let mut f = std::fs::File::create(&tmp).map_err(io)?;
+        f.write_all(&body).map_err(io)?;
+        f.write_all(&sum).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        std::fs::rename(&tmp, path).map_err(io)
+    }
+
+    /// Reads matrices written by [`ConstraintMatrices::write`], checking
+    /// the checksum and every size.
+    pub fn read(path: &Path) -> Result<Self, MatrixError> {
+        let mut bytes = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .map_err(|source| MatrixError::Io { path: path.into(), source })?;
+        let corrupt = |reason: &str| MatrixError::Corrupt { path: path.into(), reason: reason.into() };
+        if bytes.len() < MAGIC.len() + 32 || &bytes[..MAGIC.len()] != MAGIC {
+            return Err(corrupt("not a constraint matrix file of this version"));
+        }
+        let (body, sum) = bytes.split_at(bytes.len() - 32);
+        if Sha256::digest(body).as_slice() != sum {
+            return Err(corrupt("checksum mismatch"));
+        }
+        let mut at = MAGIC.len();
+        let mut take = |n: usize| -> Result<&[u8], MatrixError> {
+            let s = body.get(at..at + n).ok_or_else(|| corrupt("truncated"))?;
+            at += n;
+            Ok(s)
+        };
+        let word = |s: &[u8]| u64::from_le_bytes(s.try_into().expect("8 bytes"));
+        let inputs = word(take(8)?) as usize;
+        let aux = word(take(8)?) as usize;
+        let n_coeffs = word(take(8)?) as usize;
+        let mut coeffs = Vec::with_capacity(n_coeffs.min(body.len() / 32));
+        for _ in 0..n_coeffs {
+            let repr: [u8; 32] = take(32)?.try_into().expect("32 bytes");
+            coeffs.push(Option::from(Scalar::from_repr(repr)).ok_or_else(|| corrupt("coefficient out of range"))?);
+        }
+        let mut mats = Vec::with_capacity(3);
+        for _ in 0..3 {
+            let rows1 = word(take(8)?) as usize;
+            let entries = word(take(8)?) as usize;
+            let row_starts: Vec<u64> =
+                take(rows1.checked_mul(8).ok_or_else(|| corrupt("size"))?)?.chunks_exact(8).map(word).collect();
+            let cols: Vec<u32> = take(entries.checked_mul(4).ok_or_else(|| corrupt("size"))?)?
+                .chunks_exact(4)
+                .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+                .collect();
+            let cidx: Vec<u32> = take(entries * 4)?
+                .chunks_exact(4)
+                .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+                .collect();
+            let ok = row_starts.first() == Some(&0)
+                && row_starts.last() == Some(&(entries as u64))
+                && row_starts.windows(2).all(|w| w[0] <= w[1])
+                && cols.iter().all(|&c| (c as usize) < inputs + aux)
+                && cidx.iter().all(|&c| (c as usize) < coeffs.len());
+            if !ok {
+                return Err(corrupt("inconsistent matrix"));
+            }
+            mats.push(SparseMatrix { row_starts, cols, coeffs: cidx });
+        }
+        if at != body.len() || mats.iter().any(|m| m.rows() != mats[0].rows()) {
+            return Err(corrupt("sizes do not match"));
+        }
+        let c = mats.pop().expect("three");
+        let b = mats.pop().expect("three");
+        let a = mats.pop().expect("three");
+        Ok(Self { inputs, aux, coeffs, a, b, c })
+    }
+}
+
+/// `<dir>/v28-<parameter id>.matrices`: beside the parameter file.
+pub fn matrices_path(dir: &Path, parameter_id: &str) -> PathBuf {
+    dir.join(format!("v{}-{parameter_id}.matrices", storage_proofs_core::parameter_cache::VERSION))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{cc_sector, instance_from_c1, CcSectorConfig};
+    use filecoin_proofs_api::RegisteredSealProof;
+
+    /// The 2 KiB circuit's matrices, recorded from a blank circuit, give the
+    /// a, b, c and densities that synthesis records for a real witness.
+    #[test]
+    fn recorded_matrices_reproduce_synthesis() {
+        let s = cc_sector(RegisteredSealProof::StackedDrg2KiBV1_1, &CcSectorConfig::default()).unwrap();
+        let instance = instance_from_c1(&s.c1, s.prover_id, s.sector_id).unwrap();
+        let p = instance.synthesize_partition(0).unwrap();
+        let m = instance.record_matrices().unwrap();
+        assert_eq!((m.inputs, m.aux, m.constraints()), (p.input_assignment.len(), p.aux_assignment.len(), p.a.len()));
+        let (a, b, c) = m.evaluate(&p.input_assignment, &p.aux_assignment);
+        assert!(a == p.a && b == p.b && c == p.c, "A·z, B·z, C·z == synthesis");
+        let (da, dbi, dba) = m.densities();
+        assert!(da == p.a_aux_density && dbi == p.b_input_density && dba == p.b_aux_density, "densities");
+        // Coefficients are few (deduplicated); entries are many.
+        assert!(
+            m.coeffs.len() < 2000 && m.a.entries() > 1_000_000,
+            "{} coefficients, {} A entries",
+            m.coeffs.len(),
+            m.a.entries()
+        );
+        eprintln!(
+            "2 KiB matrices: {} coefficients, A/B/C entries {} / {} / {}, {:.1} MB",
+            m.coeffs.len(),
+            m.a.entries(),
+            m.b.entries(),
+            m.c.entries(),
+            m.bytes() as f64 / 1e6
+        );
+    }
+
+    #[test]
+    fn the_cache_round_trips_and_a_corrupt_file_is_recorded_again() {
+        let s = cc_sector(RegisteredSealProof::StackedDrg2KiBV1_1, &CcSectorConfig::default()).unwrap();
+        let instance = instance_from_c1(&s.c1, s.prover_id, s.sector_id).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = matrices_path(dir.path(), instance.parameter_id());
+        let (m, recorded) = instance.load_or_record_matrices(dir.path()).unwrap();
+        assert!(recorded);
+        let (again, recorded) = instance.load_or_record_matrices(dir.path()).unwrap();
+        assert!(!recorded && again == m, "read back from the cache");
+        // One flipped byte: the checksum refuses it, and the matrices are recorded again.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x40;
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(matches!(ConstraintMatrices::read(&path), Err(MatrixError::Corrupt { .. })));
+        let (fixed, recorded) = instance.load_or_record_matrices(dir.path()).unwrap();
+        assert!(recorded && fixed == m);
+        // Truncated, and not a matrix file at all.
+        std::fs::write(&path, &bytes[..100]).unwrap();
+        assert!(matches!(ConstraintMatrices::read(&path), Err(MatrixError::Corrupt { .. })));
+        std::fs::write(&path, b"hello").unwrap();
+        assert!(matches!(ConstraintMatrices::read(&path), Err(MatrixError::Corrupt { .. })));
+    }
+}
