@@ -135,6 +135,69 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 }
 
+/// A constraint system that records only the assignments (inputs, aux):
+/// constraints are not evaluated, so synthesis costs only the witness
+/// computation. With the circuit's [`crate::ConstraintMatrices`], a, b, c
+/// follow as A·z, B·z, C·z.
+#[derive(Debug, Default, PartialEq)]
+pub struct AssignmentCs {
+    /// Public inputs, ONE first.
+    pub inputs: Vec<Scalar>,
+    /// Aux variables.
+    pub aux: Vec<Scalar>,
+}
+
+impl ConstraintSystem<Scalar> for AssignmentCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
 /// Synthesizes `circuit` the way bellperson's Groth16 prover does: allocate
 /// the ONE input, run the circuit, then add `input_i · 0 = 0` for every input
 /// (which makes the input part of the A query dense and binds the inputs).

@@ -23,7 +23,7 @@ use storage_proofs_core::{
 };
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
-use crate::{synthesize, ConstraintMatrices, Density, MatrixError, SynthError, Synthesized, WitnessCs};
+use crate::{synthesize, AssignmentCs, ConstraintMatrices, Density, MatrixError, SynthError, Synthesized, WitnessCs};
 use bellperson::ConstraintSystem;
 use ff::Field;
 
@@ -69,6 +69,20 @@ pub trait PorepInstance: Send + Sync {
     /// The reference path: partition `k`'s circuit synthesized in one pass,
     /// as bellperson's prover does.
     fn synthesize_partition_sequential(&self, k: usize) -> Result<Synthesized, SynthError> {
+        self.synthesize_partition(k)
+    }
+
+    /// Partition `k` through the shape's matrices: only the witness is
+    /// synthesized (challenges concurrently), then a, b, c = A·z, B·z, C·z
+    /// and the structural densities. The same record as
+    /// [`PorepInstance::synthesize_partition`] (tested); `matrices` must be
+    /// this shape's ([`PorepInstance::record_matrices`]).
+    fn synthesize_partition_with_matrices(
+        &self,
+        k: usize,
+        matrices: &ConstraintMatrices,
+    ) -> Result<Synthesized, SynthError> {
+        let _ = matrices;
         self.synthesize_partition(k)
     }
 
@@ -300,6 +314,73 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
     }
 }
 
+impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
+    /// Partition `k`'s witness (inputs, aux) only, its challenges
+    /// synthesized concurrently behind copies of the prefix, as
+    /// `synthesize_challenges_in_parallel` does with constraints.
+    fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        let proofs =
+            self.vanilla_proofs.get(k).ok_or(SynthError::NoSuchPartition { k, count: self.vanilla_proofs.len() })?;
+        let synth_err = |source| SynthError::Synthesis { partition: k, source };
+        let fresh = || -> Result<AssignmentCs, SynthError> {
+            let mut cs = AssignmentCs::new();
+            cs.alloc_input(|| "one", || Ok(Scalar::ONE)).map_err(synth_err)?;
+            Ok(cs)
+        };
+        let circuit_of = |proofs: &[stacked::Proof<Tree, DefaultPieceHasher>]| {
+            no_panic(k, || {
+                <Compound<Tree> as CompoundProof<StackedDrg<'_, Tree, DefaultPieceHasher>, _>>::circuit(
+                    &self.public_inputs,
+                    (),
+                    &proofs.to_vec(),
+                    &self.vanilla_params,
+                    Some(k),
+                )
+                .map_err(|e| SynthError::Circuit { partition: k, message: e.to_string() })
+            })
+        };
+        if proofs.len() < 2 {
+            let mut cs = fresh()?;
+            let circuit = circuit_of(proofs)?;
+            no_panic(k, || bellperson::Circuit::synthesize(circuit, &mut cs).map_err(synth_err))?;
+            return Ok((cs.inputs, cs.aux));
+        }
+        let tau = self.public_inputs.tau.as_ref();
+        let mut prefix = fresh()?;
+        no_panic(k, || {
+            StackedCircuit::<Tree, DefaultPieceHasher>::synthesize(
+                &mut prefix,
+                Some(self.public_inputs.replica_id),
+                tau.map(|t| t.comm_d),
+                tau.map(|t| t.comm_r),
+                Some(proofs[0].comm_r_last()),
+                Some(proofs[0].comm_c()),
+                Vec::new(),
+            )
+            .map_err(synth_err)
+        })?;
+        let parts: Vec<AssignmentCs> = proofs
+            .par_iter()
+            .map(|p| {
+                let circuit = circuit_of(std::slice::from_ref(p))?;
+                let mut cs = fresh()?;
+                no_panic(k, || bellperson::Circuit::synthesize(circuit, &mut cs).map_err(synth_err))?;
+                Ok(cs)
+            })
+            .collect::<Result<_, SynthError>>()?;
+        let (p_in, p_aux) = (prefix.inputs.len(), prefix.aux.len());
+        let (mut inputs, mut aux) = (prefix.inputs, prefix.aux);
+        for part in parts {
+            if part.inputs.get(..p_in) != Some(&inputs[..p_in]) || part.aux.get(..p_aux) != Some(&aux[..p_aux]) {
+                return Err(SynthError::Circuit { partition: k, message: "challenge part: another prefix".into() });
+            }
+            inputs.extend_from_slice(&part.inputs[p_in..]);
+            aux.extend_from_slice(&part.aux[p_aux..]);
+        }
+        Ok((inputs, aux))
+    }
+}
+
 /// Joins challenge parts that each begin with `prefix` (see
 /// `synthesize_challenges_in_parallel`), then adds bellperson's input
 /// constraints.
@@ -394,6 +475,38 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
     fn synthesize_partition_sequential(&self, k: usize) -> Result<Synthesized, SynthError> {
         let circuit = self.circuit(k)?;
         no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
+    }
+
+    fn synthesize_partition_with_matrices(
+        &self,
+        k: usize,
+        matrices: &ConstraintMatrices,
+    ) -> Result<Synthesized, SynthError> {
+        let (inputs, aux) = self.synthesize_witness(k)?;
+        if (inputs.len(), aux.len()) != (matrices.inputs, matrices.aux) {
+            return Err(SynthError::Circuit {
+                partition: k,
+                message: format!(
+                    "constraint matrices for {} inputs and {} aux, witness has {} and {}",
+                    matrices.inputs,
+                    matrices.aux,
+                    inputs.len(),
+                    aux.len()
+                ),
+            });
+        }
+        let (a, b, c) = matrices.evaluate(&inputs, &aux);
+        let (a_aux_density, b_input_density, b_aux_density) = matrices.densities();
+        Ok(Synthesized {
+            a,
+            b,
+            c,
+            input_assignment: inputs,
+            aux_assignment: aux,
+            a_aux_density,
+            b_input_density,
+            b_aux_density,
+        })
     }
 
     fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
