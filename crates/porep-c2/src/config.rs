@@ -25,6 +25,56 @@ pub enum Randomness {
     Explicit(Vec<(Scalar, Scalar)>),
 }
 
+/// How partitions are synthesized. Every path gives the same record (and
+/// so the same proof bytes); they differ in speed and memory.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum SynthesisPath {
+    /// The constraint system evaluates a, b, c as it goes, a partition's
+    /// challenges concurrently (`PorepInstance::synthesize_partition`).
+    #[default]
+    Circuit,
+    /// One sequential pass, as bellperson's prover does: the reference.
+    Sequential,
+    /// Only the witness is synthesized (challenges concurrently), then
+    /// a, b, c = A·z, B·z, C·z from the shape's constraint matrices,
+    /// recorded once per process and shape, and cached on disk in
+    /// `cache_dir` when given (beside the parameters: a corrupt file is
+    /// recorded again).
+    Matrices {
+        /// Where the matrices are cached between processes.
+        cache_dir: Option<std::path::PathBuf>,
+    },
+}
+
+/// Constraint matrices recorded in this process, by parameter id (shared by
+/// clones of a [`ProverConfig`]).
+#[derive(Debug, Default)]
+pub struct MatrixStore {
+    sets: std::sync::Mutex<Vec<(String, Arc<c2_synth::ConstraintMatrices>)>>,
+}
+
+impl MatrixStore {
+    /// The matrices of `instance`'s shape: from this store, else from
+    /// `cache_dir`, else recorded now (and written there).
+    pub fn get(
+        &self,
+        instance: &dyn c2_synth::PorepInstance,
+        cache_dir: Option<&std::path::Path>,
+    ) -> Result<Arc<c2_synth::ConstraintMatrices>, c2_synth::MatrixError> {
+        // Held while recording: two proofs of one shape record it once.
+        let mut sets = self.sets.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, m)) = sets.iter().find(|(id, _)| id == instance.parameter_id()) {
+            return Ok(m.clone());
+        }
+        let m = Arc::new(match cache_dir {
+            Some(dir) => instance.load_or_record_matrices(dir)?.0,
+            None => instance.record_matrices()?,
+        });
+        sets.push((instance.parameter_id().to_string(), m.clone()));
+        Ok(m)
+    }
+}
+
 /// Everything `prove_porep_c2` needs besides the C1 output.
 #[derive(Clone, Debug)]
 pub struct ProverConfig {
@@ -45,6 +95,12 @@ pub struct ProverConfig {
     pub check_vanilla_proofs: bool,
     /// Synthesis workers and queue depth in front of the prover.
     pub pipeline: PipelineConfig,
+    /// How partitions are synthesized (default: the constraint system,
+    /// challenges concurrently).
+    pub synthesis: SynthesisPath,
+    /// Constraint matrices recorded by this config and its clones
+    /// ([`SynthesisPath::Matrices`]).
+    pub matrices: Arc<MatrixStore>,
     /// NTT and MSM implementations. Default: CPU ([`ProverConfig::from_env`]
     /// picks [`Backend::auto`]).
     pub backend: Backend,
@@ -88,6 +144,8 @@ impl Default for ProverConfig {
             verify: true,
             check_vanilla_proofs: true,
             pipeline: PipelineConfig::default(),
+            synthesis: SynthesisPath::default(),
+            matrices: Arc::new(MatrixStore::default()),
             backend: Backend::default(),
             retry_backend: Some(Backend::cpu()),
             progress: None,

@@ -23,6 +23,10 @@ pub enum Error {
     /// Parameters could not be read.
     #[error(transparent)]
     Params(#[from] ParamsError),
+    /// Constraint matrices could not be recorded, read or written
+    /// (`SynthesisPath::Matrices`).
+    #[error(transparent)]
+    Matrices(#[from] c2_synth::MatrixError),
     /// Parameters do not belong to this circuit.
     #[error("Groth16 parameters do not fit the circuit: {query} expects {expected}, parameters have {actual} (parameters for another sector size or proof type?)")]
     ParamsMismatch {

@@ -14,7 +14,7 @@ use rand::SeedableRng;
 use rand_core::{OsRng, RngCore};
 
 use crate::backend::{Backend, PartitionJob};
-use crate::config::{ProverConfig, Randomness};
+use crate::config::{ProverConfig, Randomness, SynthesisPath};
 use crate::error::Error;
 use crate::params::params_key;
 use crate::report::{PartitionReport, ProofReport};
@@ -126,6 +126,19 @@ pub fn prove_instance(
         report.check_vanilla = t.elapsed();
     }
 
+    // The synthesis path (every one gives the same record).
+    let matrices = match &config.synthesis {
+        SynthesisPath::Matrices { cache_dir } => Some(config.matrices.get(instance, cache_dir.as_deref())?),
+        _ => None,
+    };
+    let synthesize = |k: usize| -> Result<c2_core::Synthesized, Error> {
+        Ok(match (&config.synthesis, &matrices) {
+            (SynthesisPath::Sequential, _) => instance.synthesize_partition_sequential(k)?,
+            (_, Some(m)) => instance.synthesize_partition_with_matrices(k, m)?,
+            _ => instance.synthesize_partition(k)?,
+        })
+    };
+    let synthesize = &synthesize;
     let key = params_key(instance.parameter_id(), params);
     let pipeline = &config.pipeline;
     // One consumer per worker (GPU workers), or one for host-level stages.
@@ -158,7 +171,7 @@ pub fn prove_instance(
                         // deterministic, so a second run gives the same circuit.
                         // (Its memory is outside the budget: the failed run
                         // returned the permit. Retries are rare.)
-                        let again = instance.synthesize_partition(k)?;
+                        let again = synthesize(k)?;
                         let (proof, steps) = prove(retry, job(again, None))?;
                         done();
                         Ok((proof, shape, steps, Some(e.to_string())))
@@ -170,12 +183,7 @@ pub fn prove_instance(
         .collect();
     let item_bytes = config.pipeline.item_bytes;
     let out = Pipeline::new(config.pipeline.clone())
-        .run_with_permits(
-            partitions,
-            |_| item_bytes,
-            |k| instance.synthesize_partition(k).map_err(Error::from),
-            consumers,
-        )
+        .run_with_permits(partitions, |_| item_bytes, synthesize, consumers)
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
             SchedError::Cancelled => Error::Cancelled,
