@@ -45,6 +45,15 @@ extern "C" __global__ void c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv
     GRID_STRIDE(i, n) { a[i] = fr_mul(fr_sub(a[i], c[i]), z); }
 }
 
+// ---- a, b, c from the constraint matrices (abc/sparse.cuh) ----
+#include "abc/sparse.cuh"
+
+extern "C" __global__ void c2_abc_rows(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
+                                       const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
+                                       uint64_t rows, uint32_t one_index, uint64_t out_len) {
+    abc::rows_product(out, row_starts, cols, coeff_index, coeffs, z, rows, one_index, out_len);
+}
+
 // ---- prefix sums ----
 #include "util/scan.cuh"
 

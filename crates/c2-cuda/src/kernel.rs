@@ -154,6 +154,9 @@ pub enum KernelId {
     MulPointwise,
     /// `a = (a - c) * zinv`: the H quotient on the coset, after `MulPointwise`.
     SubScale,
+    /// `out[r] = Σ coeff · z[col]` over row r of a CSR constraint matrix
+    /// (a, b, c from the witness).
+    AbcRows,
     /// Prefix sums: per-block scans.
     ScanBlocks,
     /// Prefix sums: add the block offsets.
@@ -202,7 +205,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 29] = {
+    pub const ALL: [KernelId; 30] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -213,6 +216,7 @@ impl KernelId {
             Self::ScaleByPowers,
             Self::MulPointwise,
             Self::SubScale,
+            Self::AbcRows,
             Self::ScanBlocks,
             Self::ScanAdd,
             Self::MsmMaskPopc,
@@ -250,6 +254,7 @@ impl KernelId {
             Self::ScaleByPowers => "c2_scale_by_powers",
             Self::MulPointwise => "c2_mul_pointwise",
             Self::SubScale => "c2_sub_scale",
+            Self::AbcRows => "c2_abc_rows",
             Self::ScanBlocks => "c2_scan_blocks",
             Self::ScanAdd => "c2_scan_add",
             Self::MsmMaskPopc => "c2_msm_mask_popc",

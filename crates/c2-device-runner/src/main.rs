@@ -11,6 +11,8 @@
 //!         --vram-caps 0,40,24,16]
 //!         (32 GiB-shaped synthetic partitions through the library's GPU workers, the device pool
 //!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
+//!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
+//!         and real CC-sector matrices; record, witness, upload and kernel times)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
 //!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR]
 //!         (the shaped circuit through our GPU workers; bytes and times vs peer-prove's files in DIR)
@@ -31,6 +33,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 use rand::SeedableRng;
 use rayon::prelude::*;
 
+mod abc;
 mod facade;
 mod msm;
 mod partition;
@@ -404,6 +407,26 @@ fn main() {
     let run_msm = only.as_deref().is_none_or(|o| o == "msm");
     // --only facade: the tiny real sector, GPU vs CPU proof bytes.
     let run_facade = only.as_deref().is_none_or(|o| o == "facade");
+    // --only abc: a, b, c from the matrices on the GPU (--abc-sectors 2k,32g).
+    let run_abc = only.as_deref().is_none_or(|o| o == "abc");
+    let abc_sectors: Vec<RegisteredSealProof> = args
+        .iter()
+        .position(|a| a == "--abc-sectors")
+        .and_then(|i| args.get(i + 1))
+        .map_or("2k", |v| v.as_str())
+        .split(',')
+        .map(|t| match t {
+            "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
+            "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
+            "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
+            "32g" => RegisteredSealProof::StackedDrg32GiBV1_1,
+            "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
+            other => {
+                println!("FAIL: unknown --abc-sectors size {other} (2k, 8m, 512m, 32g, 64g)");
+                std::process::exit(1)
+            }
+        })
+        .collect();
     // --only partition: the 32 GiB-shaped partition bench alone.
     let run_partition = only.as_deref() == Some("partition");
     let partition_scale = list("--partition-scale", &[1]).first().copied().unwrap_or(1) as usize;
@@ -494,6 +517,11 @@ fn main() {
     if run_facade {
         if let Err(e) = facade::check(gpu.clone(), &mut report) {
             report.check(format!("facade check aborted: {e}"), false);
+        }
+    }
+    if run_abc {
+        if let Err(e) = abc::checks(gpu.clone(), &mut report, &abc_sectors) {
+            report.check(format!("abc checks aborted: {e}"), false);
         }
     }
     if run_affine {

@@ -264,7 +264,7 @@ where
     r.check(format!("msm {}{tag} n={n} streamed through 393 KB slots + mask", C::PREFIX), got == want_m);
 
     // Device API with canonical scalars.
-    let canon: Vec<[u64; 4]> = s.iter().map(|x| canonical(x)).collect();
+    let canon: Vec<[u64; 4]> = s.iter().map(canonical).collect();
     let mut d_s = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
     let stream = gpu.stream().map_err(|e| e.to_string())?;
     d_s.upload_async(0, &canon, &stream).map_err(|e| e.to_string())?;

@@ -1,0 +1,208 @@
+//! a, b, c from the constraint matrices on the GPU (issue 14, step 5):
+//! `c2_abc::GpuAbc` against the CPU product (`c2_abc::evaluate`) on random
+//! matrices with edge cases (empty rows, coefficients 0, 1, r-1, witness
+//! values 0, 1, r-1, padding rows), then on real circuits: valid CC test
+//! sectors (`c2_synth::cc_sector`), matrices recorded from partition 0's
+//! challenges, its witness, and the GPU product against the CPU's and
+//! against what synthesis itself records (sizes that fit the check).
+//! Timed: recording, witness, CPU product, upload, the three kernels
+//! (events).
+
+use std::time::Instant;
+
+use blstrs::Scalar;
+use c2_abc::{evaluate, CsrView, GpuAbc, MatricesView};
+use c2_cuda::{DeviceMemory, Gpu};
+use c2_synth::{cc_sector, CcSectorConfig, ConstraintMatrices, SparseMatrix};
+use ff::Field;
+use filecoin_proofs_api::RegisteredSealProof;
+use rand::{Rng, SeedableRng};
+
+use crate::Report;
+
+fn csr(m: &SparseMatrix) -> CsrView<'_> {
+    CsrView { row_starts: &m.row_starts, cols: &m.cols, coeff_index: &m.coeffs }
+}
+
+fn view(m: &ConstraintMatrices) -> MatricesView<'_> {
+    MatricesView { inputs: m.inputs, aux: m.aux, coeffs: &m.coeffs, a: csr(&m.a), b: csr(&m.b), c: csr(&m.c) }
+}
+
+/// Random matrices: `rows` rows of 0..=max_len entries over `width` columns.
+fn random_matrix(rows: usize, width: u32, coeffs: u32, max_len: u32, rng: &mut impl Rng) -> SparseMatrix {
+    let mut m = SparseMatrix { row_starts: vec![0], cols: Vec::new(), coeffs: Vec::new() };
+    for _ in 0..rows {
+        for _ in 0..rng.gen_range(0..=max_len) {
+            m.cols.push(rng.gen_range(0..width));
+            m.coeffs.push(rng.gen_range(0..coeffs));
+        }
+        m.row_starts.push(m.cols.len() as u64);
+    }
+    m
+}
+
+/// Witness values: random, with zeros, ones and r-1 planted.
+fn witness(n: usize, rng: &mut impl Rng) -> Vec<Scalar> {
+    (0..n)
+        .map(|_| match rng.gen_range(0..8) {
+            0 | 1 => Scalar::ZERO,
+            2 | 3 => Scalar::ONE,
+            4 => -Scalar::ONE,
+            _ => Scalar::random(&mut *rng),
+        })
+        .collect()
+}
+
+/// The differential checks and the real-circuit runs for `sectors`.
+pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSealProof]) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let abc = GpuAbc::with_memory(DeviceMemory::driver(gpu.clone())).map_err(|x| e(&x))?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(0xabc);
+    let tables: [(&str, Vec<Scalar>); 3] = [
+        ("1, 0, r-1, random", vec![Scalar::ONE, Scalar::ZERO, -Scalar::ONE, Scalar::random(&mut rng)]),
+        ("no one", vec![Scalar::from(2u64), -Scalar::ONE, Scalar::random(&mut rng)]),
+        ("only one", vec![Scalar::ONE]),
+    ];
+    for (rows, inputs, aux) in [(1usize, 1usize, 1usize), (3, 2, 5), (1000, 5, 3000), ((1 << 16) + 1, 40, 70_001)] {
+        for (name, coeffs) in &tables {
+            let width = (inputs + aux) as u32;
+            let k = coeffs.len() as u32;
+            let m = ConstraintMatrices {
+                inputs,
+                aux,
+                coeffs: coeffs.clone(),
+                a: random_matrix(rows, width, k, 6, &mut rng),
+                b: random_matrix(rows, width, k, 2, &mut rng),
+                c: random_matrix(rows, width, k, 4, &mut rng),
+            };
+            let (zi, za) = (witness(inputs, &mut rng), witness(aux, &mut rng));
+            let want = evaluate(&view(&m), &zi, &za).map_err(|x| e(&x))?;
+            let d = abc.upload(&view(&m)).map_err(|x| e(&x))?;
+            let got = abc.evaluate(&d, &zi, &za).map_err(|x| e(&x))?;
+            r.check(format!("abc rows={rows} z={} coefficients {name}: GPU == CPU", inputs + aux), got == want);
+        }
+    }
+    // Padding: rows < out.len() leaves zeros after the products, over garbage.
+    {
+        let coeffs = vec![Scalar::ONE, Scalar::from(7u64)];
+        let m = ConstraintMatrices {
+            inputs: 1,
+            aux: 10,
+            coeffs,
+            a: random_matrix(100, 11, 2, 3, &mut rng),
+            b: random_matrix(100, 11, 2, 3, &mut rng),
+            c: random_matrix(100, 11, 2, 3, &mut rng),
+        };
+        let (zi, za) = (witness(1, &mut rng), witness(10, &mut rng));
+        let want = evaluate(&view(&m), &zi, &za).map_err(|x| e(&x))?;
+        let d = abc.upload(&view(&m)).map_err(|x| e(&x))?;
+        let stream = gpu.stream().map_err(|x| e(&x))?;
+        let mut z = gpu.alloc::<Scalar>(11).map_err(|x| e(&x))?;
+        let zv: Vec<Scalar> = zi.iter().chain(&za).copied().collect();
+        z.upload_async(0, &zv, &stream).map_err(|x| e(&x))?;
+        let mut out = gpu.alloc::<Scalar>(128).map_err(|x| e(&x))?;
+        out.upload_async(0, &vec![-Scalar::ONE; 128], &stream).map_err(|x| e(&x))?;
+        abc.product_device(&d, 1, &z, &mut out, &stream).map_err(|x| e(&x))?;
+        let mut host = vec![Scalar::ZERO; 128];
+        out.download_async(0, &mut host, &stream).map_err(|x| e(&x))?;
+        stream.synchronize().map_err(|x| e(&x))?;
+        let ok = host[..100] == want.1[..] && host[100..].iter().all(|x| bool::from(x.is_zero()));
+        r.check("abc B·z into a 128-element domain vector: products, then zeros".into(), ok);
+    }
+    // A malformed matrix is refused before any kernel reads it.
+    {
+        let mut m = ConstraintMatrices {
+            inputs: 1,
+            aux: 3,
+            coeffs: vec![Scalar::ONE],
+            a: random_matrix(10, 4, 1, 3, &mut rng),
+            b: random_matrix(10, 4, 1, 3, &mut rng),
+            c: random_matrix(10, 4, 1, 3, &mut rng),
+        };
+        if let Some(c) = m.c.cols.first_mut() {
+            *c = 4;
+        }
+        r.check("abc: a column outside z is refused at upload".into(), abc.upload(&view(&m)).is_err());
+    }
+    for &rp in sectors {
+        real_sector(&abc, &gpu, r, rp)?;
+    }
+    Ok(())
+}
+
+/// One real partition: matrices recorded, witness, CPU and GPU products.
+fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: RegisteredSealProof) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let s = cc_sector(rp, &CcSectorConfig::default()).map_err(|x| e(&x))?;
+    let instance = c2_synth::instance_from_c1(&s.c1, s.prover_id, s.sector_id).map_err(|x| e(&x))?;
+    let t = Instant::now();
+    let m = instance.record_matrices().map_err(|x| e(&x))?;
+    let t_record = t.elapsed();
+    let t = Instant::now();
+    let (inputs, aux) = instance.synthesize_witness(0).map_err(|x| e(&x))?;
+    let t_witness = t.elapsed();
+    let t = Instant::now();
+    let want = evaluate(&view(&m), &inputs, &aux).map_err(|x| e(&x))?;
+    let t_cpu = t.elapsed();
+    let t = Instant::now();
+    let d = abc.upload(&view(&m)).map_err(|x| e(&x))?;
+    let t_up = t.elapsed();
+    // The three products on the device, timed by events, z and out resident.
+    let stream = gpu.stream().map_err(|x| e(&x))?;
+    let n = m.constraints();
+    let mut z = gpu.alloc::<Scalar>(m.inputs + m.aux).map_err(|x| e(&x))?;
+    let zv: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
+    z.upload_async(0, &zv, &stream).map_err(|x| e(&x))?;
+    stream.synchronize().map_err(|x| e(&x))?;
+    drop(zv);
+    let domain = n.next_power_of_two();
+    let mut out = gpu.alloc::<Scalar>(domain).map_err(|x| e(&x))?;
+    let (start, end) = (gpu.event().map_err(|x| e(&x))?, gpu.event().map_err(|x| e(&x))?);
+    let mut ms = [0f32; 3];
+    let mut same = true;
+    for (which, want) in [&want.0, &want.1, &want.2].into_iter().enumerate() {
+        // Twice: the second run is the timed one (the first warms caches and clocks).
+        for _ in 0..2 {
+            start.record(&stream).map_err(|x| e(&x))?;
+            abc.product_device(&d, which, &z, &mut out, &stream).map_err(|x| e(&x))?;
+            end.record(&stream).map_err(|x| e(&x))?;
+            end.synchronize().map_err(|x| e(&x))?;
+            ms[which] = end.elapsed_ms(&start).map_err(|x| e(&x))?;
+        }
+        let mut back = vec![Scalar::ZERO; n];
+        out.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
+        stream.synchronize().map_err(|x| e(&x))?;
+        same &= back == *want;
+    }
+    let label = format!("{rp:?}");
+    r.check(format!("abc {label} partition 0 ({n} constraints): GPU A·z, B·z, C·z == CPU"), same);
+    if n <= 10_000_000 {
+        // Small enough to synthesize once more: the products are what synthesis records.
+        let full = instance.synthesize_partition(0).map_err(|x| e(&x))?;
+        r.check(
+            format!("abc {label}: matrices x witness == synthesis' a, b, c"),
+            want.0 == full.a && want.1 == full.b && want.2 == full.c,
+        );
+    }
+    let line = format!(
+        "abc {label}: {n} constraints, A/B/C entries {}/{}/{}, {} coefficients; record {:.2?}, witness {:.2?} \
+         (16 threads), CPU product {:.2?}, upload {:.2?} ({:.2} GB on the device), GPU A {:.2} ms, B {:.2} ms, \
+         C {:.2} ms (sum {:.2} ms)",
+        m.a.entries(),
+        m.b.entries(),
+        m.c.entries(),
+        m.coeffs.len(),
+        t_record,
+        t_witness,
+        t_cpu,
+        t_up,
+        d.bytes() as f64 / 1e9,
+        ms[0],
+        ms[1],
+        ms[2],
+        ms.iter().sum::<f32>()
+    );
+    println!("{line}");
+    r.bench.push(line);
+    Ok(())
+}
