@@ -229,7 +229,8 @@ fn run_size(
     for &threads in &args.threads {
         let (witness, tw) = on_threads(threads, || instance.synthesize_witness(k));
         let (inputs, aux) = witness.unwrap_or_else(|e| fail(format!("{size}: {e}")));
-        let ((a, b, c), te) = on_threads(threads, || matrices.evaluate(&inputs, &aux));
+        let (abc, te) = on_threads(threads, || c2_abc::evaluate(&matrices.view(), &inputs, &aux));
+        let (a, b, c) = abc.unwrap_or_else(|e| fail(format!("{size}: {e}")));
         let (a_aux_density, b_input_density, b_aux_density) = matrices.densities();
         let got = Synthesized {
             a,

@@ -100,9 +100,9 @@ fn tiny_stacked_drg_proofs_are_bellpersons_and_verify() {
     assert!(!verify_proof(&pvk, &theirs[0], &inputs1).unwrap());
 }
 
-/// Every synthesis path gives the same proof bytes: the default (the
-/// constraint system, challenges concurrently), the sequential reference,
-/// and witness-only synthesis with a, b, c from the recorded constraint
+/// Every synthesis path gives the same proof bytes: the default (`Auto`),
+/// the constraint system with challenges concurrently, the sequential
+/// reference, and witness-only synthesis with a, b, c from the recorded constraint
 /// matrices (recorded once, then read from the disk cache by a new config).
 #[test]
 fn every_synthesis_path_gives_the_same_proof() {
@@ -115,6 +115,8 @@ fn every_synthesis_path_gives_the_same_proof() {
     let (default, _) = prove_instance(&instance, &params, &pairs, &ProverConfig::default()).unwrap();
     let (sequential, _) = prove_instance(&instance, &params, &pairs, &with(SynthesisPath::Sequential)).unwrap();
     assert_eq!(default, sequential, "sequential path");
+    let (circuit, _) = prove_instance(&instance, &params, &pairs, &with(SynthesisPath::Circuit)).unwrap();
+    assert_eq!(default, circuit, "circuit path, challenges concurrently");
     let matrices = SynthesisPath::Matrices { cache_dir: Some(dir.path().to_path_buf()) };
     let (recorded, _) = prove_instance(&instance, &params, &pairs, &with(matrices.clone())).unwrap();
     assert_eq!(default, recorded, "matrices path, recorded now");

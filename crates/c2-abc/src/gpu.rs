@@ -103,7 +103,7 @@ impl GpuAbc {
     /// Uploads `view` (validated first) through pinned staging on its own
     /// copy stream; returns when it is on the device.
     pub fn upload(&self, view: &MatricesView<'_>) -> Result<DeviceMatrices, AbcError> {
-        view.validate()?;
+        crate::validate(view)?;
         let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
         let up32 = |stager: &mut Stager, v: &[u32]| -> Result<DeviceBuffer<u32>, GpuError> {
             let mut d = self.memory.alloc::<u32>(v.len().max(1))?;

@@ -6,8 +6,8 @@
 //! The matrices come in as borrowed CSR views ([`MatricesView`]), so this
 //! crate needs no synthesis types: the caller points the views at whatever
 //! owns the rows. [`evaluate`] is the CPU implementation (rayon over rows)
-//! and the oracle; with feature `cuda`, [`GpuAbc`] runs the same product on
-//! the device, from matrices kept resident there ([`DeviceMatrices`]), with
+//! and the oracle; with feature `cuda`, `GpuAbc` runs the same product on
+//! the device, from matrices kept resident there (`DeviceMatrices`), with
 //! bit-identical results.
 //!
 //! ```
@@ -35,52 +35,12 @@ mod gpu;
 pub use gpu::{DeviceMatrices, GpuAbc};
 
 use blstrs::Scalar;
+pub use c2_core::{CsrView, MatricesView};
 use ff::Field;
 use rayon::prelude::*;
 
 /// a, b, c: one value per constraint each.
 pub type Abc = (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>);
-
-/// One constraint matrix in CSR form, borrowed.
-#[derive(Clone, Copy, Debug)]
-pub struct CsrView<'a> {
-    /// Row r's entries are `row_starts[r]..row_starts[r + 1]`; `rows + 1`
-    /// values, the first 0.
-    pub row_starts: &'a [u64],
-    /// Column of each entry in z = (inputs, aux).
-    pub cols: &'a [u32],
-    /// Index of each entry's coefficient in [`MatricesView::coeffs`].
-    pub coeff_index: &'a [u32],
-}
-
-impl CsrView<'_> {
-    /// Rows.
-    pub fn rows(&self) -> usize {
-        self.row_starts.len().saturating_sub(1)
-    }
-
-    /// Entries.
-    pub fn entries(&self) -> usize {
-        self.cols.len()
-    }
-}
-
-/// A circuit shape's A, B, C over z = (inputs, aux), borrowed.
-#[derive(Clone, Copy, Debug)]
-pub struct MatricesView<'a> {
-    /// Public inputs (ONE included): z's first part.
-    pub inputs: usize,
-    /// Aux variables: z's second part.
-    pub aux: usize,
-    /// The distinct coefficients the entries index.
-    pub coeffs: &'a [Scalar],
-    /// A.
-    pub a: CsrView<'a>,
-    /// B.
-    pub b: CsrView<'a>,
-    /// C.
-    pub c: CsrView<'a>,
-}
 
 /// Errors of the a, b, c stage: malformed matrices, a witness of another
 /// shape, or the device.
@@ -107,52 +67,45 @@ pub enum AbcError {
     Gpu(#[from] c2_cuda::GpuError),
 }
 
-impl MatricesView<'_> {
-    /// Checks what every backend relies on: A, B, C have the same rows;
-    /// row starts begin at 0, never decrease and end at the entry count;
-    /// every column is in z and every coefficient index in the table. One
-    /// pass over the entries (in parallel), so a corrupt matrix is refused
-    /// before any kernel reads it.
-    pub fn validate(&self) -> Result<(), AbcError> {
-        let bad = |w: String| Err(AbcError::Malformed(w));
-        let rows = self.a.rows();
-        let width = (self.inputs + self.aux) as u64;
-        for (name, m) in [("A", &self.a), ("B", &self.b), ("C", &self.c)] {
-            if m.rows() != rows {
-                return bad(format!("{name} has {} rows, A {rows}", m.rows()));
-            }
-            if m.cols.len() != m.coeff_index.len() {
-                return bad(format!("{name}: {} columns, {} coefficient indices", m.cols.len(), m.coeff_index.len()));
-            }
-            if m.row_starts.first() != Some(&0) || m.row_starts.last() != Some(&(m.cols.len() as u64)) {
-                return bad(format!("{name}: row starts do not span the {} entries", m.cols.len()));
-            }
-            if m.row_starts.par_windows(2).any(|w| w[1] < w[0]) {
-                return bad(format!("{name}: row starts decrease"));
-            }
-            if let Some(c) = m.cols.par_iter().find_any(|&&c| c as u64 >= width) {
-                return bad(format!("{name}: column {c} outside z ({width} values)"));
-            }
-            let n = self.coeffs.len();
-            if let Some(i) = m.coeff_index.par_iter().find_any(|&&i| i as usize >= n) {
-                return bad(format!("{name}: coefficient index {i} outside the table of {n}"));
-            }
+/// Checks what every backend relies on: A, B, C have the same rows; row
+/// starts begin at 0, never decrease and end at the entry count; every
+/// column is in z and every coefficient index in the table. One pass over
+/// the entries (in parallel), so a corrupt matrix is refused before any
+/// kernel reads it.
+pub fn validate(m: &MatricesView<'_>) -> Result<(), AbcError> {
+    let bad = |w: String| Err(AbcError::Malformed(w));
+    let rows = m.a.rows();
+    let width = (m.inputs + m.aux) as u64;
+    for (name, x) in [("A", &m.a), ("B", &m.b), ("C", &m.c)] {
+        if x.rows() != rows {
+            return bad(format!("{name} has {} rows, A {rows}", x.rows()));
         }
-        Ok(())
-    }
-
-    /// Checks that (inputs, aux) is a witness of this shape.
-    pub fn check_witness(&self, inputs: usize, aux: usize) -> Result<(), AbcError> {
-        if (inputs, aux) != (self.inputs, self.aux) {
-            return Err(AbcError::WitnessShape { inputs, aux, want_inputs: self.inputs, want_aux: self.aux });
+        if x.cols.len() != x.coeff_index.len() {
+            return bad(format!("{name}: {} columns, {} coefficient indices", x.cols.len(), x.coeff_index.len()));
         }
-        Ok(())
+        if x.row_starts.first() != Some(&0) || x.row_starts.last() != Some(&(x.cols.len() as u64)) {
+            return bad(format!("{name}: row starts do not span the {} entries", x.cols.len()));
+        }
+        if x.row_starts.par_windows(2).any(|w| w[1] < w[0]) {
+            return bad(format!("{name}: row starts decrease"));
+        }
+        if let Some(c) = x.cols.par_iter().find_any(|&&c| c as u64 >= width) {
+            return bad(format!("{name}: column {c} outside z ({width} values)"));
+        }
+        let n = m.coeffs.len();
+        if let Some(i) = x.coeff_index.par_iter().find_any(|&&i| i as usize >= n) {
+            return bad(format!("{name}: coefficient index {i} outside the table of {n}"));
+        }
     }
+    Ok(())
+}
 
-    /// Constraints (rows of each matrix).
-    pub fn constraints(&self) -> usize {
-        self.a.rows()
+/// Checks that a witness of `inputs` and `aux` values fits `m`.
+pub fn check_witness(m: &MatricesView<'_>, inputs: usize, aux: usize) -> Result<(), AbcError> {
+    if (inputs, aux) != (m.inputs, m.aux) {
+        return Err(AbcError::WitnessShape { inputs, aux, want_inputs: m.inputs, want_aux: m.aux });
     }
+    Ok(())
 }
 
 /// A·z for one matrix, in parallel over rows (the oracle: what the GPU
@@ -181,11 +134,11 @@ pub fn product(m: &CsrView<'_>, coeffs: &[Scalar], inputs: &[Scalar], aux: &[Sca
         .collect()
 }
 
-/// a, b, c = A·z, B·z, C·z on the CPU, after [`MatricesView::validate`]
-/// and a check of the witness's shape.
+/// a, b, c = A·z, B·z, C·z on the CPU, after [`validate`] and
+/// [`check_witness`].
 pub fn evaluate(m: &MatricesView<'_>, inputs: &[Scalar], aux: &[Scalar]) -> Result<Abc, AbcError> {
-    m.validate()?;
-    m.check_witness(inputs.len(), aux.len())?;
+    validate(m)?;
+    check_witness(m, inputs.len(), aux.len())?;
     Ok((
         product(&m.a, m.coeffs, inputs, aux),
         product(&m.b, m.coeffs, inputs, aux),

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use blstrs::Scalar;
-use c2_abc::{evaluate, CsrView, GpuAbc, MatricesView};
+use c2_abc::{evaluate, GpuAbc};
 use c2_cuda::{DeviceMemory, Gpu};
 use c2_synth::{cc_sector, CcSectorConfig, ConstraintMatrices, SparseMatrix};
 use ff::Field;
@@ -19,14 +19,6 @@ use filecoin_proofs_api::RegisteredSealProof;
 use rand::{Rng, SeedableRng};
 
 use crate::Report;
-
-fn csr(m: &SparseMatrix) -> CsrView<'_> {
-    CsrView { row_starts: &m.row_starts, cols: &m.cols, coeff_index: &m.coeffs }
-}
-
-fn view(m: &ConstraintMatrices) -> MatricesView<'_> {
-    MatricesView { inputs: m.inputs, aux: m.aux, coeffs: &m.coeffs, a: csr(&m.a), b: csr(&m.b), c: csr(&m.c) }
-}
 
 /// Random matrices: `rows` rows of 0..=max_len entries over `width` columns.
 fn random_matrix(rows: usize, width: u32, coeffs: u32, max_len: u32, rng: &mut impl Rng) -> SparseMatrix {
@@ -76,8 +68,8 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
                 c: random_matrix(rows, width, k, 4, &mut rng),
             };
             let (zi, za) = (witness(inputs, &mut rng), witness(aux, &mut rng));
-            let want = evaluate(&view(&m), &zi, &za).map_err(|x| e(&x))?;
-            let d = abc.upload(&view(&m)).map_err(|x| e(&x))?;
+            let want = evaluate(&m.view(), &zi, &za).map_err(|x| e(&x))?;
+            let d = abc.upload(&m.view()).map_err(|x| e(&x))?;
             let got = abc.evaluate(&d, &zi, &za).map_err(|x| e(&x))?;
             r.check(format!("abc rows={rows} z={} coefficients {name}: GPU == CPU", inputs + aux), got == want);
         }
@@ -94,8 +86,8 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
             c: random_matrix(100, 11, 2, 3, &mut rng),
         };
         let (zi, za) = (witness(1, &mut rng), witness(10, &mut rng));
-        let want = evaluate(&view(&m), &zi, &za).map_err(|x| e(&x))?;
-        let d = abc.upload(&view(&m)).map_err(|x| e(&x))?;
+        let want = evaluate(&m.view(), &zi, &za).map_err(|x| e(&x))?;
+        let d = abc.upload(&m.view()).map_err(|x| e(&x))?;
         let stream = gpu.stream().map_err(|x| e(&x))?;
         let mut z = gpu.alloc::<Scalar>(11).map_err(|x| e(&x))?;
         let zv: Vec<Scalar> = zi.iter().chain(&za).copied().collect();
@@ -122,7 +114,7 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
         if let Some(c) = m.c.cols.first_mut() {
             *c = 4;
         }
-        r.check("abc: a column outside z is refused at upload".into(), abc.upload(&view(&m)).is_err());
+        r.check("abc: a column outside z is refused at upload".into(), abc.upload(&m.view()).is_err());
     }
     for &rp in sectors {
         real_sector(&abc, &gpu, r, rp)?;
@@ -142,10 +134,10 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     let (inputs, aux) = instance.synthesize_witness(0).map_err(|x| e(&x))?;
     let t_witness = t.elapsed();
     let t = Instant::now();
-    let want = evaluate(&view(&m), &inputs, &aux).map_err(|x| e(&x))?;
+    let want = evaluate(&m.view(), &inputs, &aux).map_err(|x| e(&x))?;
     let t_cpu = t.elapsed();
     let t = Instant::now();
-    let d = abc.upload(&view(&m)).map_err(|x| e(&x))?;
+    let d = abc.upload(&m.view()).map_err(|x| e(&x))?;
     let t_up = t.elapsed();
     // The three products on the device, timed by events, z and out resident.
     let stream = gpu.stream().map_err(|x| e(&x))?;

@@ -1,13 +1,14 @@
 //! A circuit's constraint matrices, recorded once per circuit shape: A, B
 //! and C as sparse rows over z = (inputs, aux), coefficients deduplicated,
 //! so that a, b, c = A·z, B·z, C·z can be computed from a witness alone
-//! (on the CPU here; on the GPU later) instead of being evaluated
+//! (by the a, b, c stage, `c2-abc`, on the CPU or the GPU, through
+//! [`ConstraintMatrices::view`]) instead of being evaluated
 //! constraint by constraint during synthesis. The densities of the MSM
 //! queries are structural and come with them.
 //!
 //! Recorded from a blank circuit (no values: the structure is the same for
 //! every partition of a shape), with bellperson's `input · 0 = 0`
-//! constraints appended, so `evaluate` returns exactly what
+//! constraints appended, so A·z, B·z, C·z are exactly what
 //! [`crate::synthesize`] records. Zero coefficients are dropped (they
 //! neither add nor mark a density, as in bellperson's evaluation).
 //!
@@ -27,6 +28,7 @@ use rayon::prelude::*;
 use sha2::{Digest, Sha256};
 
 use crate::Density;
+use c2_core::{CsrView, MatricesView};
 
 /// One matrix: per row, its entries (column, coefficient index).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -52,6 +54,11 @@ impl SparseMatrix {
     /// Non-zero entries.
     pub fn entries(&self) -> usize {
         self.cols.len()
+    }
+
+    /// The borrowed CSR view.
+    pub fn view(&self) -> CsrView<'_> {
+        CsrView { row_starts: &self.row_starts, cols: &self.cols, coeff_index: &self.coeffs }
     }
 }
 
@@ -367,32 +374,16 @@ impl ConstraintMatrices {
         self.a.rows()
     }
 
-    /// a, b, c = A·z, B·z, C·z for z = (inputs, aux), in parallel over rows.
-    pub fn evaluate(&self, inputs: &[Scalar], aux: &[Scalar]) -> (Vec<Scalar>, Vec<Scalar>, Vec<Scalar>) {
-        let z = |col: u32| -> Scalar {
-            let col = col as usize;
-            if col < inputs.len() {
-                inputs[col]
-            } else {
-                aux[col - inputs.len()]
-            }
-        };
-        let product = |m: &SparseMatrix| -> Vec<Scalar> {
-            (0..m.rows())
-                .into_par_iter()
-                .map(|r| {
-                    let (s, e) = (m.row_starts[r] as usize, m.row_starts[r + 1] as usize);
-                    let mut acc = Scalar::ZERO;
-                    for k in s..e {
-                        let c = self.coeffs[m.coeffs[k] as usize];
-                        let v = z(m.cols[k]);
-                        acc += if c == Scalar::ONE { v } else { v * c };
-                    }
-                    acc
-                })
-                .collect()
-        };
-        (product(&self.a), product(&self.b), product(&self.c))
+    /// The borrowed CSR view the a, b, c stage (`c2-abc`) evaluates.
+    pub fn view(&self) -> MatricesView<'_> {
+        MatricesView {
+            inputs: self.inputs,
+            aux: self.aux,
+            coeffs: &self.coeffs,
+            a: self.a.view(),
+            b: self.b.view(),
+            c: self.c.view(),
+        }
     }
 
     /// The MSM queries' densities: aux columns in A, input and aux columns
@@ -525,7 +516,7 @@ pub fn matrices_path(dir: &Path, parameter_id: &str) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{cc_sector, instance_from_c1, CcSectorConfig};
+    use crate::{cc_sector, instance_from_c1, CcSectorConfig, Synthesized};
     use filecoin_proofs_api::RegisteredSealProof;
 
     /// The 2 KiB circuit's matrices, recorded from a blank circuit, give the
@@ -537,7 +528,7 @@ mod tests {
         let p = instance.synthesize_partition(0).unwrap();
         let m = instance.record_matrices().unwrap();
         assert_eq!((m.inputs, m.aux, m.constraints()), (p.input_assignment.len(), p.aux_assignment.len(), p.a.len()));
-        let (a, b, c) = m.evaluate(&p.input_assignment, &p.aux_assignment);
+        let (a, b, c) = c2_abc::evaluate(&m.view(), &p.input_assignment, &p.aux_assignment).unwrap();
         assert!(a == p.a && b == p.b && c == p.c, "A·z, B·z, C·z == synthesis");
         let (da, dbi, dba) = m.densities();
         assert!(da == p.a_aux_density && dbi == p.b_input_density && dba == p.b_aux_density, "densities");
@@ -568,7 +559,19 @@ mod tests {
             let instance = instance_from_c1(&s.c1, s.prover_id, s.sector_id).unwrap();
             let m = instance.record_matrices().unwrap();
             let t = std::time::Instant::now();
-            let new = instance.synthesize_partition_with_matrices(0, &m).unwrap();
+            let (inputs, aux) = instance.synthesize_witness(0).unwrap();
+            let (a, b, c) = c2_abc::evaluate(&m.view(), &inputs, &aux).unwrap();
+            let (a_aux_density, b_input_density, b_aux_density) = m.densities();
+            let new = Synthesized {
+                a,
+                b,
+                c,
+                input_assignment: inputs,
+                aux_assignment: aux,
+                a_aux_density,
+                b_input_density,
+                b_aux_density,
+            };
             let t_new = t.elapsed();
             let t = std::time::Instant::now();
             let old = instance.synthesize_partition_sequential(0).unwrap();

@@ -73,20 +73,6 @@ pub trait PorepInstance: Send + Sync {
         self.synthesize_partition(k)
     }
 
-    /// Partition `k` through the shape's matrices: only the witness is
-    /// synthesized (challenges concurrently), then a, b, c = A·z, B·z, C·z
-    /// and the structural densities. The same record as
-    /// [`PorepInstance::synthesize_partition`] (tested); `matrices` must be
-    /// this shape's ([`PorepInstance::record_matrices`]).
-    fn synthesize_partition_with_matrices(
-        &self,
-        k: usize,
-        matrices: &ConstraintMatrices,
-    ) -> Result<Synthesized, SynthError> {
-        let _ = matrices;
-        self.synthesize_partition(k)
-    }
-
     /// Partition `k`'s witness alone, (inputs, aux), ONE first: the
     /// assignments [`PorepInstance::synthesize_partition`] records, without
     /// evaluating a single constraint (challenges concurrently where the
@@ -462,38 +448,6 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
     fn synthesize_partition_sequential(&self, k: usize) -> Result<Synthesized, SynthError> {
         let circuit = self.circuit(k)?;
         no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
-    }
-
-    fn synthesize_partition_with_matrices(
-        &self,
-        k: usize,
-        matrices: &ConstraintMatrices,
-    ) -> Result<Synthesized, SynthError> {
-        let (inputs, aux) = self.witness_of_challenges(k)?;
-        if (inputs.len(), aux.len()) != (matrices.inputs, matrices.aux) {
-            return Err(SynthError::Circuit {
-                partition: k,
-                message: format!(
-                    "constraint matrices for {} inputs and {} aux, witness has {} and {}",
-                    matrices.inputs,
-                    matrices.aux,
-                    inputs.len(),
-                    aux.len()
-                ),
-            });
-        }
-        let (a, b, c) = matrices.evaluate(&inputs, &aux);
-        let (a_aux_density, b_input_density, b_aux_density) = matrices.densities();
-        Ok(Synthesized {
-            a,
-            b,
-            c,
-            input_assignment: inputs,
-            aux_assignment: aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        })
     }
 
     /// The challenges of partition 0 recorded concurrently, each behind its

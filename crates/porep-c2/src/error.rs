@@ -27,6 +27,10 @@ pub enum Error {
     /// (`SynthesisPath::Matrices`).
     #[error(transparent)]
     Matrices(#[from] c2_synth::MatrixError),
+    /// a, b, c could not be computed from the constraint matrices and the
+    /// witness (malformed matrices, a witness of another shape, the device).
+    #[error("a, b, c from the constraint matrices: {0}")]
+    Abc(#[from] c2_abc::AbcError),
     /// Parameters do not belong to this circuit.
     #[error("Groth16 parameters do not fit the circuit: {query} expects {expected}, parameters have {actual} (parameters for another sector size or proof type?)")]
     ParamsMismatch {

@@ -49,7 +49,7 @@ pub use c2_msm::Msm;
 pub use c2_ntt::Ntt;
 pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, PipelineConfig};
 pub use c2_synth::{instance_from_c1, PorepInstance};
-pub use config::{MatrixStore, Progress, ProverConfig, Randomness, SynthesisPath};
+pub use config::{MatrixStore, Progress, ProverConfig, Randomness, ShapeMatrices, SynthesisPath};
 pub use error::Error;
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 pub use filecoin_proofs_api::{ProverId, SectorId};

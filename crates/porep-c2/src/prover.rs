@@ -129,12 +129,20 @@ pub fn prove_instance(
     // The synthesis path (every one gives the same record).
     let matrices = match &config.synthesis {
         SynthesisPath::Matrices { cache_dir } => Some(config.matrices.get(instance, cache_dir.as_deref())?),
+        SynthesisPath::Auto if partitions > 1 || config.matrices.holds(instance.parameter_id()) => {
+            match config.matrices.get(instance, None) {
+                Ok(m) => Some(m),
+                // Instances without a recordable shape (synthetic circuits).
+                Err(c2_synth::MatrixError::Unsupported(_)) => None,
+                Err(e) => return Err(e.into()),
+            }
+        }
         _ => None,
     };
     let synthesize = |k: usize| -> Result<c2_core::Synthesized, Error> {
         Ok(match (&config.synthesis, &matrices) {
             (SynthesisPath::Sequential, _) => instance.synthesize_partition_sequential(k)?,
-            (_, Some(m)) => instance.synthesize_partition_with_matrices(k, m)?,
+            (_, Some(m)) => m.synthesize(instance, k)?,
             _ => instance.synthesize_partition(k)?,
         })
     };
