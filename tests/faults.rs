@@ -93,7 +93,7 @@ impl PartitionProver for CpuWorker {
 
 /// Proves a job on the CPU stages, as a worker that succeeds does.
 fn cpu(job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
-    prove_synthesized(job.synthesized, job.params, job.r, job.s, &HostStages::cpu())
+    prove_synthesized(job.partition_data.into_synthesized()?, job.params, job.r, job.s, &HostStages::cpu())
 }
 
 fn setup() -> (SyntheticInstance, bellperson::groth16::Parameters<blstrs::Bls12>, Vec<(Scalar, Scalar)>) {

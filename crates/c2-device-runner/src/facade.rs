@@ -1,6 +1,8 @@
 //! The facade on the GPU: the tiny real StackedDrg sector (porep-c2's
-//! demo) proved on the CPU and three GPU ways (host-level GPU stages; GPU
-//! workers with parameters resident; GPU workers streaming the parameters),
+//! demo) proved on the CPU and five GPU ways (host-level GPU stages; GPU
+//! workers with parameters resident; GPU workers streaming the parameters;
+//! witness-only synthesis with a, b, c from the constraint matrices on the
+//! workers' device, and on the host for the host-level stages),
 //! same blinding factors: the bytes must be identical and every proof
 //! verifies (prove_instance verifies before returning). The GPU runs have no
 //! retry backend, so a device fault fails the check instead of quietly
@@ -12,7 +14,7 @@ use std::time::Instant;
 use c2_cuda::Gpu;
 use c2_testkit::demo;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::{blinding_pairs, prove_instance, Backend, PorepInstance, ProverConfig, Randomness};
+use porep_c2::{blinding_pairs, prove_instance, Backend, PorepInstance, ProverConfig, Randomness, SynthesisPath};
 
 use crate::Report;
 
@@ -51,21 +53,37 @@ pub fn check(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
             })
             .sum()
     };
-    let ways: [(&str, MakeBackend<'_>); 3] = [
-        ("host-level stages (GPU NTT + GPU MSM)", Box::new(staged)),
-        ("GPU workers, parameters resident", Box::new(|| workers(true))),
-        ("GPU workers, parameters streamed", Box::new(|| workers(false))),
+    let (circuit, witness) = (SynthesisPath::Circuit, SynthesisPath::Matrices { cache_dir: None });
+    let ways: [(&str, MakeBackend<'_>, &SynthesisPath); 5] = [
+        ("host-level stages (GPU NTT + GPU MSM)", Box::new(staged), &circuit),
+        ("GPU workers, parameters resident", Box::new(|| workers(true)), &circuit),
+        ("GPU workers, parameters streamed", Box::new(|| workers(false)), &circuit),
+        ("GPU workers, witness only, a, b, c on the device", Box::new(|| workers(true)), &witness),
+        ("host-level stages, witness only (a, b, c on the host)", Box::new(staged), &witness),
     ];
-    for (label, make) in ways {
+    for (label, make, synthesis) in ways {
         // No retry backend: a device fault fails the check.
-        let on_gpu = ProverConfig { backend: make()?, retry_backend: None, ..ProverConfig::default() };
+        let on_gpu = ProverConfig {
+            backend: make()?,
+            retry_backend: None,
+            synthesis: synthesis.clone(),
+            ..ProverConfig::default()
+        };
         let (gpu_bytes, gpu_report) =
             prove_instance(&instance, &params, &blinding, &on_gpu).map_err(|e| e.to_string())?;
         let gpu_ms: Vec<String> = gpu_report
             .partitions
             .iter()
             .filter_map(|p| p.steps.gpu.as_ref())
-            .map(|g| format!("kernels {:.1} ms, upload {:.1} ms", g.kernel_ms(), g.upload_ms))
+            .map(|g| {
+                format!(
+                    "kernels {:.1} ms (a, b, c {:.2} ms), upload {:.1} ms, {:.1} MB to the device",
+                    g.kernel_ms(),
+                    g.abc_ms,
+                    g.upload_ms,
+                    g.h2d_bytes as f64 / 1e6
+                )
+            })
             .collect();
         r.check(
             format!(

@@ -13,6 +13,8 @@
 //!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
 //!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
 //!         and real CC-sector matrices; record, witness, upload and kernel times)
+//!     [--only real --real-sector 32g --real-partitions 2]  (a real CC test sector's first partitions,
+//!         random parameters of its lengths: witness-only path vs circuit path, same bytes, times)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
 //!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR]
 //!         (the shaped circuit through our GPU workers; bytes and times vs peer-prove's files in DIR)
@@ -38,6 +40,7 @@ mod facade;
 mod msm;
 mod partition;
 mod peers;
+mod real;
 mod registered;
 
 struct Report {
@@ -427,6 +430,21 @@ fn main() {
             }
         })
         .collect();
+    // --only real: the real circuit at full size (--real-sector 32g, --real-partitions 2).
+    let run_real = only.as_deref() == Some("real");
+    let real_sector = match args
+        .iter()
+        .position(|a| a == "--real-sector")
+        .and_then(|i| args.get(i + 1))
+        .map_or("32g", |v| v.as_str())
+    {
+        "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
+        "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
+        "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
+        "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
+        _ => RegisteredSealProof::StackedDrg32GiBV1_1,
+    };
+    let real_partitions = list("--real-partitions", &[2]).first().copied().unwrap_or(2) as usize;
     // --only partition: the 32 GiB-shaped partition bench alone.
     let run_partition = only.as_deref() == Some("partition");
     let partition_scale = list("--partition-scale", &[1]).first().copied().unwrap_or(1) as usize;
@@ -522,6 +540,11 @@ fn main() {
     if run_abc {
         if let Err(e) = abc::checks(gpu.clone(), &mut report, &abc_sectors) {
             report.check(format!("abc checks aborted: {e}"), false);
+        }
+    }
+    if run_real {
+        if let Err(e) = real::bench(&mut report, real_sector, real_partitions) {
+            report.check(format!("real-circuit bench aborted: {e}"), false);
         }
     }
     if run_affine {

@@ -14,7 +14,7 @@ use c2_testkit::demo;
 use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::plan::PartitionShape;
-use porep_c2::{prove_porep_c2_with_report, Backend, ParamsSource, ProverConfig, Randomness};
+use porep_c2::{prove_porep_c2_with_report, Backend, ParamsSource, ProverConfig, Randomness, SynthesisPath};
 
 use crate::Report;
 
@@ -65,9 +65,15 @@ pub fn check(r: &mut Report, types: &[RegisteredSealProof], cap_gib: Option<usiz
         config.plan_for = PartitionShape::for_sector_size(size).ok_or_else(|| format!("no shape for {size} B"))?;
         // No retry backend: a device fault fails the check instead of quietly
         // proving on the CPU.
-        let gpu = ProverConfig { backend: gpu_backend(&config).map_err(|x| e(&x))?, retry_backend: None, ..base };
+        let gpu = ProverConfig {
+            backend: gpu_backend(&config).map_err(|x| e(&x))?,
+            retry_backend: None,
+            synthesis: SynthesisPath::Circuit,
+            ..base
+        };
         let t = Instant::now();
-        let (gpu_out, report) = prove_porep_c2_with_report(&s.c1, s.prover_id, s.sector_id, &gpu).map_err(|x| e(&x))?;
+        let (gpu_out, report) =
+            prove_porep_c2_with_report(&s.c1, s.prover_id, s.sector_id, &gpu.clone()).map_err(|x| e(&x))?;
         let gpu_s = t.elapsed().as_secs_f64();
         for p in &report.partitions {
             println!("  {}", p.timeline());
@@ -82,6 +88,33 @@ pub fn check(r: &mut Report, types: &[RegisteredSealProof], cap_gib: Option<usiz
             ),
             ok && gpu_out.proof == cpu_out.proof && gpu_out.proof.len() == 192,
         );
+        // The witness-only path (a, b, c from the constraint matrices on
+        // the device), on the sealed sector and on a valid CC test sector
+        // of the same type (same parameters: one circuit shape).
+        let witness = ProverConfig { synthesis: SynthesisPath::Matrices { cache_dir: None }, ..gpu };
+        let cc = c2_synth::cc_sector(ty, &c2_synth::CcSectorConfig { rng_seed: 5, sector_id: 5, ..Default::default() })
+            .map_err(|x| e(&x))?;
+        let cc = demo::SealedSector {
+            c1: cc.c1,
+            prover_id: cc.prover_id,
+            sector_id: cc.sector_id.into(),
+            dir: std::env::temp_dir(),
+        };
+        for (what, sector, want) in [("sealed", s, Some(&cpu_out.proof)), ("CC test", &cc, None)] {
+            let t = Instant::now();
+            let (out, report) = prove_porep_c2_with_report(&sector.c1, sector.prover_id, sector.sector_id, &witness)
+                .map_err(|x| e(&x))?;
+            let secs = t.elapsed().as_secs_f64();
+            let abc_ms: f32 = report.partitions.iter().filter_map(|p| p.steps.gpu.as_ref()).map(|g| g.abc_ms).sum();
+            let ok = sector.verify_seal(&out.proof).map_err(|x| e(&x))?;
+            r.check(
+                format!(
+                    "registered {ty:?} ({cap}), {what} sector, witness only + a, b, c on the device ({abc_ms:.2} ms): verify_seal accepts{}; C2 {secs:.2} s",
+                    if want.is_some() { ", bytes == CPU proof" } else { "" }
+                ),
+                ok && want.is_none_or(|w| *w == out.proof) && abc_ms > 0.0,
+            );
+        }
         let _ = std::fs::remove_dir_all(&s.dir);
     }
     Ok(())

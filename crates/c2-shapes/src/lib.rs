@@ -174,20 +174,35 @@ fn tiled<A: Copy + Send + Sync>(pool: &[A], n: usize) -> Vec<A> {
 /// points from pools of 2^20 (G1) and 2^18 (G2), tiled (MSM time does not
 /// depend on the points being distinct), and a random verifying key.
 pub fn random_parameters(shape: &SyntheticShape, seed: u64) -> Parameters<Bls12> {
-    let g1 = random_points::<G1Projective>((1 << 20).min(shape.domain()), seed);
-    let g2 = random_points::<G2Projective>((1 << 18).min(shape.domain()), seed ^ 1);
     let (na, nb) = shape.parameter_lengths();
+    random_parameters_with_lengths(shape.domain(), shape.inputs, shape.aux, na, nb, seed)
+}
+
+/// Random parameters of given lengths (as [`random_parameters`]): H of
+/// `domain - 1` points, L of `aux`, A of `a`, B (G1 and G2) of `b`, `inputs`
+/// IC points. For timing a real circuit whose parameters do not exist here
+/// (a 32 GiB test sector): the lengths come from its densities.
+pub fn random_parameters_with_lengths(
+    domain: usize,
+    inputs: usize,
+    aux: usize,
+    na: usize,
+    nb: usize,
+    seed: u64,
+) -> Parameters<Bls12> {
+    let g1 = random_points::<G1Projective>((1 << 20).min(domain), seed);
+    let g2 = random_points::<G2Projective>((1 << 18).min(domain), seed ^ 1);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 2);
     let mut g1r = || G1Projective::random(&mut rng).to_affine();
     let (alpha_g1, beta_g1, delta_g1) = (g1r(), g1r(), g1r());
-    let ic: Vec<G1Affine> = (0..shape.inputs).map(|_| g1r()).collect();
+    let ic: Vec<G1Affine> = (0..inputs).map(|_| g1r()).collect();
     let mut g2r = || G2Projective::random(&mut rng).to_affine();
     let (beta_g2, gamma_g2, delta_g2) = (g2r(), g2r(), g2r());
     let vk = VerifyingKey::<Bls12> { alpha_g1, beta_g1, beta_g2, gamma_g2, delta_g1, delta_g2, ic };
     Parameters {
         vk,
-        h: Arc::new(tiled(&g1, shape.domain() - 1)),
-        l: Arc::new(tiled(&g1, shape.aux)),
+        h: Arc::new(tiled(&g1, domain - 1)),
+        l: Arc::new(tiled(&g1, aux)),
         a: Arc::new(tiled(&g1, na)),
         b_g1: Arc::new(tiled(&g1, nb)),
         b_g2: Arc::new(tiled::<G2Affine>(&g2, nb)),

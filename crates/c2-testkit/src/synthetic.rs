@@ -17,7 +17,9 @@
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_core::Density;
-pub use c2_shapes::{mix64, random_parameters, random_points, ShapedCircuit, SyntheticShape, ValueClass};
+pub use c2_shapes::{
+    mix64, random_parameters, random_parameters_with_lengths, random_points, ShapedCircuit, SyntheticShape, ValueClass,
+};
 use c2_synth::{PorepInstance, SynthError, Synthesized};
 use ff::Field;
 use rand::SeedableRng;

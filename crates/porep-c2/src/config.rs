@@ -57,6 +57,8 @@ pub enum SynthesisPath {
 /// imply (computed once: a scan of every entry, 722 M at 32 GiB).
 #[derive(Debug)]
 pub struct ShapeMatrices {
+    /// The parameter set's id the shape belongs to (one per shape).
+    pub parameter_id: String,
     /// A, B, C.
     pub matrices: c2_synth::ConstraintMatrices,
     /// A's aux, B's input and B's aux densities.
@@ -64,34 +66,10 @@ pub struct ShapeMatrices {
 }
 
 impl ShapeMatrices {
-    /// `matrices` with their densities.
-    pub fn new(matrices: c2_synth::ConstraintMatrices) -> Self {
+    /// `matrices` of `parameter_id`'s shape with their densities.
+    pub fn new(parameter_id: &str, matrices: c2_synth::ConstraintMatrices) -> Self {
         let densities = matrices.densities();
-        Self { matrices, densities }
-    }
-
-    /// Partition `k` of `instance` (of this shape): the witness synthesized
-    /// (challenges concurrently), then a, b, c = A·z, B·z, C·z on the CPU.
-    /// The record [`c2_synth::PorepInstance::synthesize_partition`] makes,
-    /// bit for bit (tested).
-    pub fn synthesize(
-        &self,
-        instance: &dyn c2_synth::PorepInstance,
-        k: usize,
-    ) -> Result<c2_core::Synthesized, crate::Error> {
-        let (inputs, aux) = instance.synthesize_witness(k)?;
-        let (a, b, c) = c2_abc::evaluate(&self.matrices.view(), &inputs, &aux)?;
-        let (a_aux_density, b_input_density, b_aux_density) = self.densities.clone();
-        Ok(c2_core::Synthesized {
-            a,
-            b,
-            c,
-            input_assignment: inputs,
-            aux_assignment: aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        })
+        Self { parameter_id: parameter_id.to_string(), matrices, densities }
     }
 }
 
@@ -124,7 +102,7 @@ impl MatrixStore {
             Some(dir) => instance.load_or_record_matrices(dir)?.0,
             None => instance.record_matrices()?,
         };
-        let m = Arc::new(ShapeMatrices::new(m));
+        let m = Arc::new(ShapeMatrices::new(instance.parameter_id(), m));
         sets.push((instance.parameter_id().to_string(), m.clone()));
         Ok(m)
     }

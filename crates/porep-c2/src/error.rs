@@ -28,9 +28,10 @@ pub enum Error {
     #[error(transparent)]
     Matrices(#[from] c2_synth::MatrixError),
     /// a, b, c could not be computed from the constraint matrices and the
-    /// witness (malformed matrices, a witness of another shape, the device).
+    /// witness (malformed matrices, a witness of another shape; a device
+    /// error is [`Error::Gpu`]).
     #[error("a, b, c from the constraint matrices: {0}")]
-    Abc(#[from] c2_abc::AbcError),
+    Abc(c2_abc::AbcError),
     /// Parameters do not belong to this circuit.
     #[error("Groth16 parameters do not fit the circuit: {query} expects {expected}, parameters have {actual} (parameters for another sector size or proof type?)")]
     ParamsMismatch {
@@ -164,6 +165,16 @@ impl From<c2_msm::MsmError> for Error {
     }
 }
 
+/// As for the NTT: a device error of the a, b, c stage is [`Error::Gpu`].
+impl From<c2_abc::AbcError> for Error {
+    fn from(e: c2_abc::AbcError) -> Self {
+        match e {
+            c2_abc::AbcError::Gpu(source) => Error::Gpu { stage: "a, b, c", source },
+            other => Error::Abc(other),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,6 +191,7 @@ mod tests {
         for e in [
             Error::from(c2_msm::MsmError::Gpu(oob.clone())),
             Error::from(c2_ntt::NttError::Gpu(oob.clone())),
+            Error::from(c2_abc::AbcError::Gpu(oob.clone())),
             Error::gpu("worker", oob.clone()),
         ] {
             assert!(

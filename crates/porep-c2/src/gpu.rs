@@ -28,7 +28,8 @@ use std::time::Instant;
 
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
-use c2_core::Synthesized;
+use c2_abc::{DeviceMatrices, GpuAbc};
+use c2_core::{Density, Synthesized};
 use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stager, Stream};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
@@ -36,9 +37,12 @@ use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
 use crate::plan::{plan_device, DevicePlan, PartitionShape, SHARED_SLACK};
 
-use crate::backend::{Backend, PartitionJob, PartitionProver, Workers};
+use crate::backend::{Backend, Partition, PartitionJob, PartitionProver, Witness, Workers};
+use crate::config::ShapeMatrices;
 use crate::error::Error;
-use crate::groth16::{assemble, check_parameters, run_msms, G1Query, Mask, MsmStep, PartitionMsms, Scalars};
+use crate::groth16::{
+    assemble, check_parameters, check_parameters_for, run_msms, G1Query, Mask, MsmStep, PartitionMsms, Scalars,
+};
 use crate::report::{timed, GpuTimes, ProveTimings};
 
 /// A device error of the GPU worker (uploads, events, the pool).
@@ -126,8 +130,13 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         }
         let ntt = Arc::new(GpuNtt::with_memory(pool.memory())?);
         ntt.prepare(shape.log_domain)?;
-        let shared =
-            DeviceShared { ntt, srs: SrsCache::new(pool.memory()), epoch: device_epoch(&gpu).map_err(backend_err)? };
+        let shared = DeviceShared {
+            ntt,
+            srs: SrsCache::new(pool.memory()),
+            epoch: device_epoch(&gpu).map_err(backend_err)?,
+            abc: Arc::new(GpuAbc::with_memory(pool.memory())?),
+            matrices: Arc::default(),
+        };
         for (w, (vectors, msm)) in arenas.iter().enumerate() {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
             workers.push(Arc::new(GpuProver::new((d, w), shared.clone(), memory, &plan, config)?));
@@ -157,8 +166,13 @@ fn device_epoch(gpu: &Arc<Gpu>) -> Result<Arc<Event>, GpuError> {
     Ok(Arc::new(epoch))
 }
 
+/// The constraint matrices on one device, by parameter id (`None`: that
+/// shape's did not fit, so its a, b, c come from the host).
+pub type DeviceMatrixSets = Mutex<Vec<(String, Option<Arc<DeviceMatrices>>)>>;
+
 /// What a device's workers share: the NTT (its tables), the parameter
-/// cache, and the device's time origin (a completed event: the origin of
+/// cache, the sparse product with the constraint matrices kept on the
+/// device, and the device's time origin (a completed event: the origin of
 /// [`GpuTimes::spans_ms`]).
 #[derive(Clone)]
 pub struct DeviceShared {
@@ -168,6 +182,10 @@ pub struct DeviceShared {
     pub srs: Arc<SrsCache>,
     /// The time origin.
     pub epoch: Arc<Event>,
+    /// a, b, c from the constraint matrices (on the device's pool).
+    pub abc: Arc<GpuAbc>,
+    /// The matrices on the device, by parameter id (`None`: they did not fit).
+    pub matrices: Arc<DeviceMatrixSets>,
 }
 
 /// A worker's two arenas (carved from its device's pool): the partition's
@@ -230,6 +248,13 @@ pub struct GpuProver {
     marks: Marks,
     /// The device's time origin (shared by its workers).
     epoch: Arc<Event>,
+    /// a, b, c on the device (the plan holds the witness vector and the
+    /// matrices).
+    abc_on_device: bool,
+    /// The sparse product and the device's matrices by shape (shared by
+    /// its workers; `None`: recorded as not fitting).
+    abc: Arc<GpuAbc>,
+    matrices: Arc<DeviceMatrixSets>,
 }
 
 /// Bytes per staging slot (128 MiB, 2^22 scalars): large enough that
@@ -249,7 +274,7 @@ impl GpuProver {
         plan: &DevicePlan,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
-        let DeviceShared { ntt, srs, epoch } = shared;
+        let DeviceShared { ntt, srs, epoch, abc, matrices } = shared;
         let gpu = memory.vectors.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig {
@@ -277,6 +302,9 @@ impl GpuProver {
             stager,
             marks,
             epoch,
+            abc_on_device: plan.witness_bytes > 0,
+            abc,
+            matrices,
         })
     }
 
@@ -428,6 +456,60 @@ impl PartitionMsms for DeviceMsms<'_> {
     }
 }
 
+/// A partition's vectors as the worker gets them.
+enum Input {
+    /// a, b, c and the witness from the host.
+    Host(Synthesized),
+    /// The witness from the host; a, b, c from the shape's matrices on the
+    /// device.
+    Witness(Witness, Arc<DeviceMatrices>),
+}
+
+/// The densities of a partition: its own, or its shape's (shared).
+enum Densities {
+    Owned([Density; 3]),
+    Shape(Arc<ShapeMatrices>),
+}
+
+impl Densities {
+    fn get(&self) -> [&Density; 3] {
+        match self {
+            Self::Owned([a, bi, ba]) => [a, bi, ba],
+            Self::Shape(m) => [&m.densities.0, &m.densities.1, &m.densities.2],
+        }
+    }
+}
+
+impl GpuProver {
+    /// The shape's matrices on this device: uploaded by the first partition
+    /// that needs them (after the parameters, which save more PCIe), or
+    /// `None` when the plan left no room for device a, b, c or the device's
+    /// memory is taken (then a, b, c are computed on the host).
+    fn device_matrices(&self, m: &Arc<ShapeMatrices>) -> Result<Option<Arc<DeviceMatrices>>, Error> {
+        if !self.abc_on_device {
+            return Ok(None);
+        }
+        let mut cache = self.matrices.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, d)) = cache.iter().find(|(id, _)| *id == m.parameter_id) {
+            return Ok(d.clone());
+        }
+        let d = match self.abc.upload(&m.matrices.view()) {
+            Ok(d) => Some(Arc::new(d)),
+            Err(c2_abc::AbcError::Gpu(e)) if e.is_out_of_memory() => {
+                log::warn!(
+                    "porep-c2: GPU {}: no room for the constraint matrices of {} ({e}); a, b, c on the host",
+                    self.device,
+                    m.parameter_id
+                );
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        cache.push((m.parameter_id.clone(), d.clone()));
+        Ok(d)
+    }
+}
+
 impl PartitionProver for GpuProver {
     fn name(&self) -> String {
         format!("cuda:{}/{}", self.device, self.worker)
@@ -438,28 +520,13 @@ impl PartitionProver for GpuProver {
     }
 
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
-        let PartitionJob { synthesized: s, host, params, params_key, r, s: s_blind, .. } = job;
-        check_parameters(&s, params)?;
+        let PartitionJob { partition_data, host, params, params_key, r, s: s_blind, .. } = job;
         let mut stager = self
             .stager
             .lock()
             .map_err(|_| Error::Worker { worker: self.name(), message: "poisoned by an earlier panic".into() })?;
         let mut t = ProveTimings::default();
         let mut g = GpuTimes { device: self.device, worker: self.worker, ..Default::default() };
-        let Synthesized {
-            a,
-            b,
-            c,
-            input_assignment: inputs,
-            aux_assignment: aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        } = s;
-        let n = a.len();
-        let log_m = n.max(1).next_power_of_two().trailing_zeros();
-        let m = 1usize << log_m;
-        let (n_in, b_in, n_aux) = (inputs.len(), b_input_density.count_ones(), aux.len());
 
         // Parameters: resident (preloaded, or uploaded by the first
         // partition that needs them on this device; whole or in part),
@@ -467,14 +534,32 @@ impl PartitionProver for GpuProver {
         let srs = timed(&mut g.params, || self.resident_params(params, params_key))?;
         g.params_resident = srs.as_ref().is_some_and(|x| x.is_complete());
 
+        let input = match partition_data {
+            Partition::Witness(w) => match self.device_matrices(&w.matrices)? {
+                Some(d) => Input::Witness(w, d),
+                None => Input::Host(w.into_synthesized()?),
+            },
+            Partition::Synthesized(s) => Input::Host(s),
+        };
+        let (n, n_in, n_aux) = match &input {
+            Input::Host(s) => (s.a.len(), s.input_assignment.len(), s.aux_assignment.len()),
+            Input::Witness(w, _) => (w.matrices.matrices.constraints(), w.inputs.len(), w.aux.len()),
+        };
+        let log_m = n.max(1).next_power_of_two().trailing_zeros();
+        let m = 1usize << log_m;
+
         // The partition's buffers from this worker's arena before any copy
         // is queued: a partition larger than the plan fails here, typed,
-        // with nothing in flight. Two domain vectors: a, and b's buffer
-        // that takes c and then the witness.
+        // with nothing in flight. Two domain vectors (a, and b's buffer
+        // that takes c), and the witness: in b's buffer once H is done when
+        // a, b, c come from the host; in its own buffer (inputs first) when
+        // the device computes a, b, c from it.
         let st = &self.stream;
         let e = |x: GpuError| dev(x);
         let alloc = |len: usize| self.vectors.alloc::<Scalar>(len).map_err(e);
-        let (mut d_a, mut d_b, mut d_in) = (alloc(m)?, alloc(m.max(n_aux))?, alloc(n_in)?);
+        let host_abc = matches!(input, Input::Host(_));
+        let (mut d_a, mut d_b) = (alloc(m)?, alloc(if host_abc { m.max(n_aux) } else { m })?);
+        let mut d_w = alloc(if host_abc { n_in } else { n_in + n_aux })?;
         // Declared after the buffers, so dropped before them: on an early
         // return the device finishes what is queued on them first (a pool
         // hands a freed range out again at once).
@@ -488,55 +573,110 @@ impl PartitionProver for GpuProver {
         let k = &self.marks;
         let clock = Instant::now();
         k.copy_start.record(stager.stream()).map_err(e)?;
-        Self::stage(&mut stager, &mut d_a, &a).map_err(e)?;
-        k.a_up.record(stager.stream()).map_err(e)?;
-        Self::stage(&mut stager, &mut d_b, &b).map_err(e)?;
-        k.b_up.record(stager.stream()).map_err(e)?;
-        drop((a, b));
-        st.wait(&k.a_up).map_err(e)?;
-        k.ntt_start.record(st).map_err(e)?;
-        self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
-        st.wait(&k.b_up).map_err(e)?;
-        self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
-        self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
-        k.mul_done.record(st).map_err(e)?;
-        // c into b's buffer once a·b has read it.
-        stager.stream().wait(&k.mul_done).map_err(e)?;
-        Self::stage(&mut stager, &mut d_b, &c).map_err(e)?;
-        k.c_up.record(stager.stream()).map_err(e)?;
-        drop(c);
-        st.wait(&k.c_up).map_err(e)?;
-        self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
-        self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
-        k.h_done.record(st).map_err(e)?;
-        // The witness into b's buffer once H is done with it; the inputs.
-        stager.stream().wait(&k.h_done).map_err(e)?;
-        stager.upload(&mut d_b, 0, &aux).map_err(e)?;
-        stager.upload(&mut d_in, 0, &inputs).map_err(e)?;
-        k.aux_up.record(stager.stream()).map_err(e)?;
+        let densities = match input {
+            Input::Host(s) => {
+                check_parameters(&s, params)?;
+                let Synthesized {
+                    a,
+                    b,
+                    c,
+                    input_assignment: inputs,
+                    aux_assignment: aux,
+                    a_aux_density,
+                    b_input_density,
+                    b_aux_density,
+                } = s;
+                Self::stage(&mut stager, &mut d_a, &a).map_err(e)?;
+                k.a_up.record(stager.stream()).map_err(e)?;
+                Self::stage(&mut stager, &mut d_b, &b).map_err(e)?;
+                k.b_up.record(stager.stream()).map_err(e)?;
+                drop((a, b));
+                st.wait(&k.a_up).map_err(e)?;
+                k.ntt_start.record(st).map_err(e)?;
+                self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
+                st.wait(&k.b_up).map_err(e)?;
+                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
+                self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
+                k.mul_done.record(st).map_err(e)?;
+                // c into b's buffer once a·b has read it.
+                stager.stream().wait(&k.mul_done).map_err(e)?;
+                Self::stage(&mut stager, &mut d_b, &c).map_err(e)?;
+                k.c_up.record(stager.stream()).map_err(e)?;
+                drop(c);
+                st.wait(&k.c_up).map_err(e)?;
+                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
+                self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
+                k.h_done.record(st).map_err(e)?;
+                // The witness into b's buffer once H is done with it; the inputs.
+                stager.stream().wait(&k.h_done).map_err(e)?;
+                stager.upload(&mut d_b, 0, &aux).map_err(e)?;
+                stager.upload(&mut d_w, 0, &inputs).map_err(e)?;
+                k.aux_up.record(stager.stream()).map_err(e)?;
+                g.h2d_bytes = ((3 * n + n_aux + n_in) * std::mem::size_of::<Scalar>()) as u64;
+                Densities::Owned([a_aux_density, b_input_density, b_aux_density])
+            }
+            Input::Witness(w, matrices) => {
+                let Witness { inputs, aux, matrices: shape } = w;
+                let [da, dbi, dba] = [&shape.densities.0, &shape.densities.1, &shape.densities.2];
+                check_parameters_for(n, n_in, n_aux, [da, dbi, dba], params)?;
+                // z = (inputs, aux) in one buffer: the columns of A, B, C.
+                stager.upload(&mut d_w, 0, &inputs).map_err(e)?;
+                stager.upload(&mut d_w, n_in, &aux).map_err(e)?;
+                k.aux_up.record(stager.stream()).map_err(e)?;
+                drop((inputs, aux));
+                st.wait(&k.aux_up).map_err(e)?;
+                k.ntt_start.record(st).map_err(e)?;
+                let abc = &self.abc;
+                abc.product_device(&matrices, 0, &d_w, &mut d_a, st)?;
+                abc.product_device(&matrices, 1, &d_w, &mut d_b, st)?;
+                k.a_up.record(st).map_err(e)?;
+                self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
+                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
+                self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
+                k.mul_done.record(st).map_err(e)?;
+                abc.product_device(&matrices, 2, &d_w, &mut d_b, st)?;
+                k.c_up.record(st).map_err(e)?;
+                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
+                self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
+                k.h_done.record(st).map_err(e)?;
+                g.h2d_bytes = ((n_aux + n_in) * std::mem::size_of::<Scalar>()) as u64;
+                Densities::Shape(shape)
+            }
+        };
         g.stage = clock.elapsed();
-        drop((aux, inputs));
         // The partition's host memory is gone: admit the next one now.
         drop(host);
         // The MSMs run on the MSM's own stream: finish H and the uploads.
         k.aux_up.synchronize().map_err(e)?;
         st.synchronize().map_err(e)?;
         t.ntt = clock.elapsed();
-        g.h2d_bytes = ((3 * n + n_aux + n_in) * std::mem::size_of::<Scalar>()) as u64;
         g.upload_ms = k.aux_up.elapsed_ms(&k.copy_start).map_err(e)?;
         g.ntt_ms = k.h_done.elapsed_ms(&k.ntt_start).map_err(e)?;
+        if !host_abc {
+            g.abc_ms = k.a_up.elapsed_ms(&k.ntt_start).map_err(e)? + k.c_up.elapsed_ms(&k.mul_done).map_err(e)?;
+        }
         g.spans_ms
             .push((k.ntt_start.elapsed_ms(&self.epoch).map_err(e)?, k.h_done.elapsed_ms(&self.epoch).map_err(e)?));
 
-        let a_mask = self.msm.upload_density(&a_aux_density)?;
-        let b_in_mask = self.msm.upload_density(&b_input_density)?;
-        let b_aux_mask = self.msm.upload_density(&b_aux_density)?;
-        g.h2d_bytes += [&a_aux_density, &b_input_density, &b_aux_density]
+        let [a_aux_density, b_input_density, b_aux_density] = densities.get();
+        let b_in = b_input_density.count_ones();
+        let a_mask = self.msm.upload_density(a_aux_density)?;
+        let b_in_mask = self.msm.upload_density(b_input_density)?;
+        let b_aux_mask = self.msm.upload_density(b_aux_density)?;
+        g.h2d_bytes += [a_aux_density, b_input_density, b_aux_density]
             .iter()
             .map(|d| std::mem::size_of_val(d.as_words()) as u64)
             .sum::<u64>();
         let mut settle_masks = SettleOnError { gpu: &self.gpu, armed: true };
 
+        // The witness's scalars: inputs and aux in their own buffers, or
+        // both in z.
+        let (inputs, aux) = if host_abc {
+            (DeviceScalars::montgomery(&d_w), DeviceScalars::montgomery(&d_b).prefix(n_aux))
+        } else {
+            let z = DeviceScalars::montgomery(&d_w);
+            (z.prefix(n_in), z.skip(n_in))
+        };
         // The MSMs run back to back on the MSM's stream, each waited for by
         // the host; marks on this (idle) stream bracket the phase.
         k.msms_start.record(st).map_err(e)?;
@@ -547,8 +687,8 @@ impl PartitionProver for GpuProver {
             srs: srs.as_deref(),
             h: Some(d_a),
             h_len: m - 1,
-            inputs: DeviceScalars::montgomery(&d_in),
-            aux: DeviceScalars::montgomery(&d_b).prefix(n_aux),
+            inputs,
+            aux,
             masks: [&a_mask, &b_in_mask, &b_aux_mask],
             times: &mut g,
         };

@@ -180,13 +180,27 @@ pub(crate) fn assemble(vk: &VerifyingKey<Bls12>, r: Scalar, s_blind: Scalar, sum
 /// mismatch means parameters for another circuit (another sector size or
 /// proof version): a typed error instead of a proof that cannot verify.
 pub fn check_parameters(s: &Synthesized, params: &Parameters<Bls12>) -> Result<(), Error> {
-    let m = s.num_constraints().max(1).next_power_of_two();
-    let b_dense = s.b_input_density.count_ones() + s.b_aux_density.count_ones();
+    let densities = [&s.a_aux_density, &s.b_input_density, &s.b_aux_density];
+    check_parameters_for(s.num_constraints(), s.num_inputs(), s.num_aux(), densities, params)
+}
+
+/// [`check_parameters`] from a partition's sizes and its densities (A's
+/// aux, B's inputs, B's aux): for a witness whose a, b, c are not computed
+/// yet.
+pub fn check_parameters_for(
+    constraints: usize,
+    inputs: usize,
+    aux: usize,
+    [a_aux, b_input, b_aux]: [&Density; 3],
+    params: &Parameters<Bls12>,
+) -> Result<(), Error> {
+    let m = constraints.max(1).next_power_of_two();
+    let b_dense = b_input.count_ones() + b_aux.count_ones();
     let checks = [
-        ("vk.ic (public inputs)", s.num_inputs(), params.vk.ic.len()),
+        ("vk.ic (public inputs)", inputs, params.vk.ic.len()),
         ("h (domain size - 1)", m - 1, params.h.len()),
-        ("l (aux variables)", s.num_aux(), params.l.len()),
-        ("a (inputs + A-dense aux)", s.num_inputs() + s.a_aux_density.count_ones(), params.a.len()),
+        ("l (aux variables)", aux, params.l.len()),
+        ("a (inputs + A-dense aux)", inputs + a_aux.count_ones(), params.a.len()),
         ("b_g1 (B-dense inputs + aux)", b_dense, params.b_g1.len()),
         ("b_g2 (B-dense inputs + aux)", b_dense, params.b_g2.len()),
     ];

@@ -71,6 +71,9 @@ pub struct PartitionShape {
     pub inputs: usize,
     /// Bases per query: h, l, a, b_g1, b_g2.
     pub bases: [usize; 5],
+    /// Non-zero entries of the circuit's A, B and C together (0 when not
+    /// known: a, b, c are then never planned on the device).
+    pub matrix_entries: usize,
 }
 
 /// The parameter vectors in [`PartitionShape::bases`] order.
@@ -87,6 +90,7 @@ impl PartitionShape {
             aux: params.l.len(),
             inputs: params.vk.ic.len(),
             bases: [params.h.len(), params.l.len(), params.a.len(), params.b_g1.len(), params.b_g2.len()],
+            matrix_entries: 0,
         }
     }
 
@@ -98,21 +102,29 @@ impl PartitionShape {
     /// variable in A, 30 % in B). Sources: ARCHITECTURE.md, "Facts we rely
     /// on". `None` for other sizes.
     pub fn for_sector_size(bytes: u64) -> Option<Self> {
-        let s = |log_domain, aux: usize, inputs: usize, a: usize, b: usize| Self {
+        let s = |log_domain, aux: usize, inputs: usize, a: usize, b: usize, matrix_entries| Self {
             log_domain,
             aux,
             inputs,
             bases: [(1 << log_domain) - 1, aux, a, b, b],
+            matrix_entries,
         };
         let permille = |x: usize, p: usize| x * p / 1000;
+        // Matrix entries measured on CC test sectors (A + B + C): 2 KiB
+        // 14.93 M, 8 MiB 21.47 M, 32 GiB 722.39 M (5.55 per constraint);
+        // 512 MiB and 64 GiB at 5.6 per constraint of their domains' bound.
         Some(match bytes {
-            2048 => s(22, 2_685_673, 40, 2_674_948, 685_522),
-            0x80_0000 => s(22, 3_842_449, 40, 3_815_036, 1_011_290),
-            0x2000_0000 => s(23, 4_420_837, 40, 40 + permille(4_420_837, 992), permille(4_420_837, 266)),
-            0x8_0000_0000 => s(27, 130_169_893, 328, 328 + permille(130_169_893, 997), permille(130_169_893, 254)),
+            2048 => s(22, 2_685_673, 40, 2_674_948, 685_522, 14_934_693),
+            0x80_0000 => s(22, 3_842_449, 40, 3_815_036, 1_011_290, 21_471_221),
+            0x2000_0000 => {
+                s(23, 4_420_837, 40, 40 + permille(4_420_837, 992), permille(4_420_837, 266), 5_600 * 4_423_473 / 1000)
+            }
+            0x8_0000_0000 => {
+                s(27, 130_169_893, 328, 328 + permille(130_169_893, 997), permille(130_169_893, 254), 722_388_891)
+            }
             0x10_0000_0000 => {
                 let aux = (1 << 27) - 328;
-                s(27, aux, 328, 328 + aux, permille(aux, 300))
+                s(27, aux, 328, 328 + aux, permille(aux, 300), 5_600 * (1 << 27) / 1000)
             }
             _ => return None,
         })
@@ -139,6 +151,23 @@ impl PartitionShape {
         let round = |b: usize| b.next_multiple_of(256);
         let m = self.domain() * SCALAR;
         round(m) + round(m.max(self.aux * SCALAR)) + round(self.inputs.max(1) * SCALAR)
+    }
+
+    /// Device bytes of one worker's witness vector (inputs, aux) when a, b,
+    /// c are computed on the device: z must outlive both domain vectors.
+    pub fn witness_bytes(&self) -> usize {
+        ((self.inputs + self.aux) * SCALAR).next_multiple_of(256)
+    }
+
+    /// Device bytes of the circuit's A, B, C (`c2_abc::DeviceMatrices`: u32
+    /// row starts, columns and coefficient indices; 7.34 GB at 32 GiB
+    /// measured), bounded by the domain's rows; 0 when the entries are not
+    /// known.
+    pub fn matrices_bytes(&self) -> usize {
+        if self.matrix_entries == 0 {
+            return 0;
+        }
+        4 * (3 * (self.domain() + 1) + 2 * self.matrix_entries) + (1 << 20)
     }
 
     /// Device bytes of the three density masks (bit words and per-word ranks).
@@ -187,12 +216,29 @@ pub struct DevicePlan {
     /// What the shared part has left after the tables and those vectors
     /// (other parameter sets may use it).
     pub spare_bytes: usize,
+    /// Bytes of each worker's witness vector (part of `vectors_bytes`) when
+    /// a, b, c are computed on the device from the shape's matrices; 0 when
+    /// they come from the host.
+    pub witness_bytes: usize,
+    /// Bytes planned for the shape's matrices in the shared part (0: a, b,
+    /// c on the host).
+    pub matrices_bytes: usize,
 }
 
 impl DevicePlan {
     /// Bytes every worker's arenas take.
     pub fn per_worker(&self) -> usize {
         self.vectors_bytes + self.msm_bytes
+    }
+
+    /// Bytes one partition moves host-to-device under this plan: the
+    /// witness and masks only when a, b, c are computed on the device.
+    pub fn pcie_bytes(&self, shape: &PartitionShape) -> usize {
+        if self.matrices_bytes > 0 {
+            (shape.aux + shape.inputs) * SCALAR + shape.mask_bytes()
+        } else {
+            shape.pcie_bytes(&self.resident)
+        }
     }
 
     /// Bytes of the resident parameter vectors.
@@ -205,7 +251,7 @@ impl DevicePlan {
         let gb = |b: usize| b as f64 / 1e9;
         let resident: Vec<&str> = QUERIES.iter().zip(&self.resident).filter(|(_, &r)| r).map(|(q, _)| *q).collect();
         format!(
-            "{:.1} GB for 2^{} partitions: {} worker(s) x ({:.1} GB vectors + {:.1} GB MSM scratch, {:.2} GB per pass), tables {:.1} GB, parameters resident: {} ({:.1} GB), runs of {}, G1 chunks of {} bases; {:.1} GB host-to-device per partition",
+            "{:.1} GB for 2^{} partitions: {} worker(s) x ({:.1} GB vectors + {:.1} GB MSM scratch, {:.2} GB per pass), tables {:.1} GB, parameters resident: {} ({:.1} GB), runs of {}, G1 chunks of {} bases; a, b, c {}; {:.1} GB host-to-device per partition",
             gb(self.budget),
             shape.log_domain,
             self.workers,
@@ -217,7 +263,12 @@ impl DevicePlan {
             gb(self.resident_bytes(shape)),
             self.max_run.map_or("all".to_string(), |r| r.to_string()),
             self.slot_bytes / G1_POINT,
-            gb(shape.pcie_bytes(&self.resident)),
+            if self.matrices_bytes > 0 {
+                format!("on the device ({:.1} GB of matrices)", gb(self.matrices_bytes))
+            } else {
+                "from the host".to_string()
+            },
+            gb(self.pcie_bytes(shape)),
         )
     }
 }
@@ -324,10 +375,21 @@ pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Res
     let wide = MsmTier::new(shape, None, WIDE_SLOT_BYTES);
     let (tier, pass) =
         if fits(&wide, wide.full_pass(shape), resident_bytes) { (wide, wide.full_pass(shape)) } else { (tier, pass) };
+    // 4. a, b, c on the device: once every parameter vector is resident
+    //    (streaming bases costs more than a, b, c from the host), each
+    //    worker's witness vector and the shape's matrices (7.3 GB at
+    //    32 GiB), if they fit what the wide tier left. Saves 12.5 GB of
+    //    host memory and PCIe per 32 GiB partition.
+    let (witness, matrices) = (shape.witness_bytes(), shape.matrices_bytes());
+    let used = tables + resident_bytes + workers * (vectors + tier.arena(shape, pass));
+    let on_device = matrices > 0 && resident == [true; 5] && used + workers * witness + matrices <= budget;
+    let (witness, matrices) = if on_device { (witness, matrices) } else { (0, 0) };
     let p = DevicePlan {
         budget,
         workers,
-        vectors_bytes: vectors,
+        vectors_bytes: vectors + witness,
+        witness_bytes: witness,
+        matrices_bytes: matrices,
         msm_bytes: tier.arena(shape, pass),
         pass_budget: pass,
         // Kept even when nothing is planned resident: the device's cache
@@ -344,7 +406,7 @@ pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Res
 
 /// `p` with its spare bytes filled in.
 fn with_spare(mut p: DevicePlan, shape: &PartitionShape) -> DevicePlan {
-    let used = p.tables_bytes + p.resident_bytes(shape) + p.workers * p.per_worker();
+    let used = p.tables_bytes + p.resident_bytes(shape) + p.matrices_bytes + p.workers * p.per_worker();
     p.spare_bytes = p.budget.saturating_sub(used);
     p
 }
@@ -372,7 +434,8 @@ mod tests {
                         continue; // checked by the next test
                     };
                     let what = format!("{size} B sector, {gib} GiB, {workers} worker(s): {}", p.describe(&shape));
-                    let used = p.tables_bytes + p.resident_bytes(&shape) + p.workers * p.per_worker();
+                    let used =
+                        p.tables_bytes + p.resident_bytes(&shape) + p.matrices_bytes + p.workers * p.per_worker();
                     assert!(used <= budget, "{what}: uses {used}");
                     assert_eq!(used + p.spare_bytes, budget, "{what}");
                     assert!((1..=workers).contains(&p.workers), "{what}");
@@ -443,6 +506,13 @@ mod tests {
         assert_eq!((p.workers, p.resident, p.max_run), (2, [true; 5], None), "{}", p.describe(&shape));
         let h = shape.bases[0];
         assert!(p.pass_budget >= full_pass_budget(h, G1_XYZZ, MSM_THREADS), "{}", p.describe(&shape));
+        // ... and a, b, c on the device: each worker's witness vector and
+        // 7.3 GB of matrices; only the witness crosses PCIe.
+        assert!(p.matrices_bytes > 7_000_000_000 && p.witness_bytes >= shape.aux * SCALAR, "{}", p.describe(&shape));
+        assert!(p.pcie_bytes(&shape) < 4_300_000_000, "{}", p.describe(&shape));
+        // Parameters streamed: a, b, c from the host (they cost less than bases).
+        let p = plan_device(40 * GIB, 1, &shape).unwrap();
+        assert_eq!((p.matrices_bytes, p.witness_bytes), (0, 0), "{}", p.describe(&shape));
         // Every resident byte is one less over PCIe.
         let streamed_all = shape.pcie_bytes(&[false; 5]);
         assert_eq!(streamed_all - shape.pcie_bytes(&[true; 5]), params);
@@ -456,7 +526,13 @@ mod tests {
         assert!(PartitionShape::for_sector_size(4096).is_none());
         // More witness than domain (not PoRep's case): the vectors arena
         // holds the domain and the longer witness.
-        let wide = PartitionShape { log_domain: 10, aux: 5000, inputs: 3, bases: [1023, 5000, 5000, 10, 10] };
+        let wide = PartitionShape {
+            log_domain: 10,
+            aux: 5000,
+            inputs: 3,
+            bases: [1023, 5000, 5000, 10, 10],
+            matrix_entries: 0,
+        };
         assert!(wide.vectors_bytes() >= (1024 + 5000) * SCALAR);
     }
 }

@@ -13,7 +13,7 @@ use filecoin_proofs_api::{ProverId, SectorId};
 use rand::SeedableRng;
 use rand_core::{OsRng, RngCore};
 
-use crate::backend::{Backend, PartitionJob};
+use crate::backend::{Backend, Partition, PartitionJob, Witness};
 use crate::config::{ProverConfig, Randomness, SynthesisPath};
 use crate::error::Error;
 use crate::params::params_key;
@@ -139,11 +139,16 @@ pub fn prove_instance(
         }
         _ => None,
     };
-    let synthesize = |k: usize| -> Result<c2_core::Synthesized, Error> {
+    // With matrices, only the witness: the prover computes a, b, c (on its
+    // device, or on the host).
+    let synthesize = |k: usize| -> Result<Partition, Error> {
         Ok(match (&config.synthesis, &matrices) {
-            (SynthesisPath::Sequential, _) => instance.synthesize_partition_sequential(k)?,
-            (_, Some(m)) => m.synthesize(instance, k)?,
-            _ => instance.synthesize_partition(k)?,
+            (SynthesisPath::Sequential, _) => Partition::Synthesized(instance.synthesize_partition_sequential(k)?),
+            (_, Some(m)) => {
+                let (inputs, aux) = instance.synthesize_witness(k)?;
+                Partition::Witness(Witness { inputs, aux, matrices: m.clone() })
+            }
+            _ => Partition::Synthesized(instance.synthesize_partition(k)?),
         })
     };
     let synthesize = &synthesize;
@@ -153,12 +158,12 @@ pub fn prove_instance(
     let consumers: Vec<_> = (0..config.backend.consumers())
         .map(|w| {
             let key = key.as_str();
-            move |k: usize, s: c2_core::Synthesized, host: Option<HostPermit>| -> Result<_, Error> {
-                let shape = (s.num_constraints(), s.num_aux());
+            move |k: usize, s: Partition, host: Option<HostPermit>| -> Result<_, Error> {
+                let shape = s.shape();
                 let (r, s_blind) = blinding[k];
-                let job = |synthesized, host| PartitionJob {
+                let job = |partition_data, host| PartitionJob {
                     partition: k,
-                    synthesized,
+                    partition_data,
                     host,
                     params,
                     params_key: key,

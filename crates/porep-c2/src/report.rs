@@ -141,8 +141,11 @@ pub struct GpuTimes {
     /// inputs and masks, plus every streamed parameter base its scalars
     /// reach (zero once the parameters are resident).
     pub h2d_bytes: u64,
-    /// compute_h kernels.
+    /// compute_h kernels (with a, b, c's products when they ran on the
+    /// device: `abc_ms` of them).
     pub ntt_ms: f32,
+    /// a, b, c = A·z, B·z, C·z on the device (0 when they came from the host).
+    pub abc_ms: f32,
     /// H MSM kernels (first to last event of the MSM's stages).
     pub msm_h_ms: f32,
     /// L MSM kernels.

@@ -37,6 +37,13 @@ impl<'a> DeviceScalars<'a> {
         Self { len: len.min(self.len), ..self }
     }
 
+    /// The scalars after the first `n` (none when `n` is larger): e.g. the
+    /// aux part of a witness vector that holds (inputs, aux).
+    pub fn skip(self, n: usize) -> Self {
+        let n = n.min(self.len);
+        Self { ptr: self.ptr + (n * std::mem::size_of::<Scalar>()) as u64, len: self.len - n, ..self }
+    }
+
     /// Number of scalars.
     pub fn len(&self) -> usize {
         self.len

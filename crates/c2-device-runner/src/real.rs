@@ -1,0 +1,154 @@
+//! The real StackedDrg circuit at full size on the GPU workers (issue 14,
+//! step 8): a valid CC test sector (`c2_synth::cc_sector`; 32 GiB by
+//! default), its first K partitions, random Groth16 parameters of the
+//! circuit's own lengths (no real ones exist here: timing only, the proofs
+//! do not verify), proved through the facade twice in one run with the same
+//! r, s: witness-only synthesis with a, b, c computed on the device from the
+//! recorded matrices, and the circuit path (a, b, c evaluated on the host
+//! and uploaded). Both must give the same bytes. Reports s/partition,
+//! synthesis per partition, GPU kernel-busy and host-to-device bytes.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::Scalar;
+use c2_synth::{cc_sector, CcSectorConfig, ConstraintMatrices, MatrixError, SynthError, Synthesized};
+use c2_testkit::synthetic::random_parameters_with_lengths;
+use filecoin_proofs_api::RegisteredSealProof;
+use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
+use porep_c2::{
+    prove_instance, HostBudget, MatrixStore, PipelineConfig, PorepInstance, ProofReport, ProverConfig, SynthesisPath,
+};
+
+use crate::Report;
+
+/// The first `n` partitions of a sector: a whole sector's work would take
+/// minutes per path.
+struct FirstPartitions {
+    inner: Box<dyn PorepInstance>,
+    n: usize,
+}
+
+impl PorepInstance for FirstPartitions {
+    fn num_partitions(&self) -> usize {
+        self.n.min(self.inner.num_partitions())
+    }
+    fn sector_size(&self) -> u64 {
+        self.inner.sector_size()
+    }
+    fn parameter_id(&self) -> &str {
+        self.inner.parameter_id()
+    }
+    fn check_vanilla_proofs(&self) -> Result<(), SynthError> {
+        self.inner.check_vanilla_proofs()
+    }
+    fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError> {
+        self.inner.synthesize_partition(k)
+    }
+    fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        self.inner.synthesize_witness(k)
+    }
+    fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
+        self.inner.record_matrices()
+    }
+    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError> {
+        self.inner.public_inputs(k)
+    }
+    fn generate_parameters(
+        &self,
+        rng: &mut dyn rand_core::RngCore,
+    ) -> Result<bellperson::groth16::Parameters<blstrs::Bls12>, SynthError> {
+        self.inner.generate_parameters(rng)
+    }
+}
+
+fn summary(label: &str, wall: f64, rep: &ProofReport) -> String {
+    let n = rep.partitions.len().max(1);
+    let times: Vec<_> = rep.partitions.iter().filter_map(|p| p.steps.gpu.clone()).collect();
+    let union: f64 = porep_c2::device_busy_ms(&times).iter().map(|(_, ms)| ms).sum();
+    let kernels: f64 = times.iter().map(|g| g.kernel_ms() as f64).sum();
+    let abc: f64 = times.iter().map(|g| g.abc_ms as f64).sum();
+    let h2d: u64 = times.iter().map(|g| g.h2d_bytes).sum();
+    let synth: f64 = rep.partitions.iter().map(|p| p.synthesis.as_secs_f64()).sum();
+    format!(
+        "real {label}: {n} partitions in {wall:.1} s = {:.2} s/partition; synthesis {:.2} s/partition; kernels {:.2} s/partition (a, b, c {:.1} ms); GPU busy (union of kernel spans) / wall = {:.0} %; {:.2} GB host-to-device per partition",
+        wall / n as f64,
+        synth / n as f64,
+        kernels / 1e3 / n as f64,
+        abc / n as f64,
+        100.0 * union / 1e3 / wall,
+        h2d as f64 / 1e9 / n as f64,
+    )
+}
+
+/// Runs both paths over the first `partitions` partitions of a `rp` CC
+/// test sector.
+pub fn bench(r: &mut Report, rp: RegisteredSealProof, partitions: usize) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let t = Instant::now();
+    let s = cc_sector(rp, &CcSectorConfig::default()).map_err(|x| e(&x))?;
+    let inner = c2_synth::instance_from_c1(&s.c1, s.prover_id, s.sector_id).map_err(|x| e(&x))?;
+    inner.check_vanilla_proofs().map_err(|x| e(&x))?;
+    let instance = FirstPartitions { inner, n: partitions };
+    println!("real {rp:?}: CC test sector made and verified in {:.1?}", t.elapsed());
+    let store = Arc::new(MatrixStore::default());
+    let t = Instant::now();
+    let m = store.get(&instance, None).map_err(|x| e(&x))?;
+    let (da, dbi, dba) = &m.densities;
+    let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
+    let domain = m.matrices.constraints().next_power_of_two();
+    println!("real {rp:?}: matrices recorded in {:.1?}", t.elapsed());
+    let t = Instant::now();
+    let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
+    let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, 7);
+    println!("real {rp:?}: random parameters (h {} / l {aux} / a {na} / b {nb}) in {:.1?}", domain - 1, t.elapsed());
+    let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
+    let t = Instant::now();
+    let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
+    println!("real {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
+    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); instance.num_partitions()];
+    let n_workers = backend.consumers();
+    let mut results = Vec::new();
+    for (label, synthesis, item_bytes) in [
+        // Host bytes per partition in flight: the witness (4.2 GB at 32 GiB)
+        // or a, b, c and the witness (16.7 GB, twice that while joining).
+        ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }, (inputs + aux) * 32),
+        ("circuit path, a, b, c from the host", SynthesisPath::Circuit, 2 * (3 * domain + inputs + aux) * 32),
+    ] {
+        // The host has 128 GB; parameters (~47 GB) and matrices (~9 GB) stay.
+        let budget = HostBudget::new(40 << 30);
+        let config = ProverConfig {
+            backend: backend.clone(),
+            retry_backend: None,
+            verify: false,
+            check_vanilla_proofs: false,
+            synthesis,
+            matrices: store.clone(),
+            pipeline: PipelineConfig {
+                synthesis_workers: n_workers,
+                host_budget: Some(budget.clone()),
+                item_bytes: item_bytes.min(40 << 30),
+                ..Default::default()
+            },
+            ..ProverConfig::default()
+        };
+        let t = Instant::now();
+        let (bytes, rep) = prove_instance(&instance, &params, &pairs, &config).map_err(|x| e(&x))?;
+        let wall = t.elapsed().as_secs_f64();
+        for p in &rep.partitions {
+            println!("  {}", p.timeline());
+        }
+        let line = format!("{} (host budget peak {:.1} GB)", summary(label, wall, &rep), budget.peak() as f64 / 1e9);
+        println!("{line}");
+        r.bench.push(format!("{rp:?} {line}"));
+        results.push(bytes);
+    }
+    r.check(
+        format!(
+            "real {rp:?}, {} partitions: witness-only path's proof bytes == circuit path's (random parameters, same r, s)",
+            instance.num_partitions()
+        ),
+        results.len() == 2 && results[0] == results[1] && !results[0].is_empty(),
+    );
+    Ok(())
+}
