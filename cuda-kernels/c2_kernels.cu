@@ -54,6 +54,12 @@ extern "C" __global__ void c2_abc_rows(fr_t* out, const uint32_t* row_starts, co
     abc::rows_product(out, row_starts, cols, coeff_index, coeffs, z, rows, one_index, out_len);
 }
 
+extern "C" __global__ void c2_abc_long_rows(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
+                                            const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
+                                            const uint32_t* long_rows, uint64_t n_long, uint32_t one_index) {
+    abc::long_rows_product(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index);
+}
+
 // ---- prefix sums ----
 #include "util/scan.cuh"
 

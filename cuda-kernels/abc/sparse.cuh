@@ -14,8 +14,24 @@
 
 namespace abc {
 
-// out[r] = sum_k coeffs[coeff_index[k]] * z[cols[k]] for r < rows; zero for
-// rows <= r < out_len (the domain's padding, written in the same pass).
+// Rows longer than this are summed by a whole warp (`long_rows_product`):
+// A's packing rows (2 KiB: 2,584 rows of 513-1,024 entries, 37 % of A's
+// entries; 83 % of A's coefficients are not one) would otherwise keep 31
+// lanes of their warp idle for every entry (measured: A 113 ms for 309 M
+// entries at 32 GiB against B's 3.2 ms for 130 M).
+constexpr uint32_t LONG_ROW = 32;
+
+__device__ __forceinline__ fr_t entry(const uint32_t* cols, const uint32_t* coeff_index, const fr_t* coeffs,
+                                      const fr_t* z, uint32_t k, uint32_t one_index) {
+    const fr_t v = z[cols[k]];
+    const uint32_t c = coeff_index[k];
+    return c == one_index ? v : fr_mul(v, coeffs[c]);
+}
+
+// out[r] = sum_k coeffs[coeff_index[k]] * z[cols[k]] for r < rows whose
+// length is at most LONG_ROW (longer rows are left to long_rows_product,
+// queued after this kernel); zero for rows <= r < out_len (the domain's
+// padding, written in the same pass).
 __device__ __forceinline__ void rows_product(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
                                              const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
                                              uint64_t rows, uint32_t one_index, uint64_t out_len) {
@@ -23,14 +39,34 @@ __device__ __forceinline__ void rows_product(fr_t* out, const uint32_t* row_star
          r += (size_t)gridDim.x * blockDim.x) {
         fr_t acc = fr_zero();
         if (r < rows) {
-            const uint32_t end = row_starts[r + 1];
-            for (uint32_t k = row_starts[r]; k < end; k++) {
-                const fr_t v = z[cols[k]];
-                const uint32_t c = coeff_index[k];
-                acc = fr_add(acc, c == one_index ? v : fr_mul(v, coeffs[c]));
-            }
+            const uint32_t begin = row_starts[r], end = row_starts[r + 1];
+            if (end - begin > LONG_ROW) continue;
+            for (uint32_t k = begin; k < end; k++) acc = fr_add(acc, entry(cols, coeff_index, coeffs, z, k, one_index));
         }
         out[r] = acc;
+    }
+}
+
+// The rows listed in long_rows (those longer than LONG_ROW), one warp each:
+// lane l sums entries l, l + 32, ...; the lanes' sums are added by a
+// shuffle tree. Field addition is exact, so any order gives the row's value.
+__device__ __forceinline__ void long_rows_product(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
+                                                  const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
+                                                  const uint32_t* long_rows, uint64_t n_long, uint32_t one_index) {
+    const uint32_t lane = threadIdx.x & 31;
+    const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
+    for (size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; w < n_long; w += warps) {
+        const uint32_t r = long_rows[w];
+        const uint32_t begin = row_starts[r], end = row_starts[r + 1];
+        fr_t acc = fr_zero();
+        for (uint32_t k = begin + lane; k < end; k += 32) acc = fr_add(acc, entry(cols, coeff_index, coeffs, z, k, one_index));
+        for (int offset = 16; offset > 0; offset >>= 1) {
+            fr_t other;
+            for (int i = 0; i < (int)(sizeof(acc.val) / sizeof(acc.val[0])); i++)
+                other.val[i] = __shfl_down_sync(0xffffffffu, acc.val[i], offset);
+            acc = fr_add(acc, other);
+        }
+        if (lane == 0) out[r] = acc;
     }
 }
 

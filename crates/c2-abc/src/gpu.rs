@@ -9,6 +9,7 @@ use std::sync::Arc;
 use blstrs::Scalar;
 use c2_cuda::{DeviceBuffer, DeviceMemory, Gpu, GpuError, Kernel, KernelId, Launch, Stager, Stream};
 use ff::Field;
+use rayon::prelude::*;
 
 use crate::{Abc, AbcError, CsrView, MatricesView};
 
@@ -26,14 +27,21 @@ pub struct DeviceCsr {
     cols: DeviceBuffer<u32>,
     coeff_index: DeviceBuffer<u32>,
     rows: usize,
+    /// Rows longer than [`LONG_ROW`] entries, summed one warp each.
+    long_rows: DeviceBuffer<u32>,
+    n_long: usize,
 }
 
 impl DeviceCsr {
     /// Device bytes.
     pub fn bytes(&self) -> usize {
-        4 * (self.row_starts.len() + self.cols.len() + self.coeff_index.len())
+        4 * (self.row_starts.len() + self.cols.len() + self.coeff_index.len() + self.long_rows.len())
     }
 }
+
+/// Rows longer than this go to the warp-per-row kernel (`abc::LONG_ROW` in
+/// `cuda-kernels/abc/sparse.cuh`; the two must agree).
+const LONG_ROW: u64 = 32;
 
 /// A circuit shape's A, B, C on one device.
 pub struct DeviceMatrices {
@@ -54,6 +62,7 @@ impl DeviceMatrices {
 
     /// Device bytes `view` takes once uploaded (for planning).
     pub fn bytes_for(view: &MatricesView<'_>) -> usize {
+        // (The long-row lists are at most entries / 33 rows: left out.)
         let m = |x: &CsrView<'_>| 4 * (x.row_starts.len() + 2 * x.cols.len());
         m(&view.a) + m(&view.b) + m(&view.c) + 32 * view.coeffs.len()
     }
@@ -74,6 +83,7 @@ pub struct GpuAbc {
     gpu: Arc<Gpu>,
     memory: DeviceMemory,
     rows: Kernel,
+    long_rows: Kernel,
 }
 
 impl std::fmt::Debug for GpuAbc {
@@ -92,7 +102,8 @@ impl GpuAbc {
     pub fn with_memory(memory: DeviceMemory) -> Result<Self, AbcError> {
         let gpu = memory.gpu().clone();
         let rows = gpu.kernel(KernelId::AbcRows)?;
-        Ok(Self { gpu, memory, rows })
+        let long_rows = gpu.kernel(KernelId::AbcLongRows)?;
+        Ok(Self { gpu, memory, rows, long_rows })
     }
 
     /// The device.
@@ -116,11 +127,18 @@ impl GpuAbc {
                 return Err(AbcError::Malformed(format!("{name}: {} entries, more than 2^32", m.entries())));
             }
             let starts: Vec<u32> = m.row_starts.iter().map(|&s| s as u32).collect();
+            let long: Vec<u32> = (0..m.rows())
+                .into_par_iter()
+                .filter(|&r| m.row_starts[r + 1] - m.row_starts[r] > LONG_ROW)
+                .map(|r| r as u32)
+                .collect();
             mats.push(DeviceCsr {
                 row_starts: up32(&mut stager, &starts)?,
                 cols: up32(&mut stager, m.cols)?,
                 coeff_index: up32(&mut stager, m.coeff_index)?,
                 rows: m.rows(),
+                long_rows: up32(&mut stager, &long)?,
+                n_long: long.len(),
             });
             // The staged copies of `starts` are queued; it is dropped after
             // the stream has read it.
@@ -170,6 +188,23 @@ impl GpuAbc {
         // witness length checked above, every index < the table), `out`
         // holds `n` >= rows elements.
         unsafe { self.rows.launch(stream, Launch::new(grid_for(n), THREADS), args) }?;
+        if mat.n_long > 0 {
+            // c2_abc_long_rows(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index),
+            // after the short rows on the same stream.
+            let args = (
+                out.device_ptr(),
+                mat.row_starts.device_ptr(),
+                mat.cols.device_ptr(),
+                mat.coeff_index.device_ptr(),
+                m.coeffs.device_ptr(),
+                z.device_ptr(),
+                mat.long_rows.device_ptr(),
+                mat.n_long as u64,
+                m.one_index,
+            );
+            // SAFETY: as above; `long_rows` holds `n_long` row indices < rows.
+            unsafe { self.long_rows.launch(stream, Launch::new(grid_for(32 * mat.n_long), THREADS), args) }?;
+        }
         Ok(())
     }
 

@@ -155,8 +155,10 @@ pub enum KernelId {
     /// `a = (a - c) * zinv`: the H quotient on the coset, after `MulPointwise`.
     SubScale,
     /// `out[r] = Σ coeff · z[col]` over row r of a CSR constraint matrix
-    /// (a, b, c from the witness).
+    /// (a, b, c from the witness), rows up to 32 entries.
     AbcRows,
+    /// The same for the listed longer rows, one warp per row.
+    AbcLongRows,
     /// Prefix sums: per-block scans.
     ScanBlocks,
     /// Prefix sums: add the block offsets.
@@ -205,7 +207,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 30] = {
+    pub const ALL: [KernelId; 31] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -217,6 +219,7 @@ impl KernelId {
             Self::MulPointwise,
             Self::SubScale,
             Self::AbcRows,
+            Self::AbcLongRows,
             Self::ScanBlocks,
             Self::ScanAdd,
             Self::MsmMaskPopc,
@@ -255,6 +258,7 @@ impl KernelId {
             Self::MulPointwise => "c2_mul_pointwise",
             Self::SubScale => "c2_sub_scale",
             Self::AbcRows => "c2_abc_rows",
+            Self::AbcLongRows => "c2_abc_long_rows",
             Self::ScanBlocks => "c2_scan_blocks",
             Self::ScanAdd => "c2_scan_add",
             Self::MsmMaskPopc => "c2_msm_mask_popc",

@@ -74,6 +74,24 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
             r.check(format!("abc rows={rows} z={} coefficients {name}: GPU == CPU", inputs + aux), got == want);
         }
     }
+    // Long rows (more than 32 entries: one warp each), mixed with short ones.
+    for (rows, max_len) in [(1usize, 40u32), (700, 1500), (5000, 64)] {
+        let coeffs = vec![Scalar::ONE, -Scalar::ONE, Scalar::from(2u64), Scalar::random(&mut rng)];
+        let (inputs, aux) = (7usize, 20_000usize);
+        let m = ConstraintMatrices {
+            inputs,
+            aux,
+            coeffs,
+            a: random_matrix(rows, (inputs + aux) as u32, 4, max_len, &mut rng),
+            b: random_matrix(rows, (inputs + aux) as u32, 4, 2, &mut rng),
+            c: random_matrix(rows, (inputs + aux) as u32, 4, max_len / 2, &mut rng),
+        };
+        let (zi, za) = (witness(inputs, &mut rng), witness(aux, &mut rng));
+        let want = evaluate(&m.view(), &zi, &za).map_err(|x| e(&x))?;
+        let d = abc.upload(&m.view()).map_err(|x| e(&x))?;
+        let got = abc.evaluate(&d, &zi, &za).map_err(|x| e(&x))?;
+        r.check(format!("abc rows={rows} of up to {max_len} entries (warp per long row): GPU == CPU"), got == want);
+    }
     // Padding: rows < out.len() leaves zeros after the products, over garbage.
     {
         let coeffs = vec![Scalar::ONE, Scalar::from(7u64)];

@@ -1,7 +1,9 @@
 //! The whole GPU path for one partition (feature `cuda`), composed at device
 //! level within a planned working set ([`crate::plan`]): a and b uploaded
 //! and transformed, c uploaded into b's buffer after a·b, H left in a's
-//! buffer and the witness uploaded into b's; every MSM over parameter
+//! buffer and the witness uploaded into b's (or, for a `Partition::Witness`
+//! when the plan has room, only the witness uploaded and a, b, c computed
+//! from the shape's constraint matrices on the device); every MSM over parameter
 //! vectors kept resident per device ([`c2_vram::SrsCache`], as many as the
 //! plan leaves room for) or streamed from host memory in chunks. Blinding
 //! and assembly are the CPU path's (`groth16`), so proofs are bit-identical

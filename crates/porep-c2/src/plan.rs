@@ -21,7 +21,10 @@
 //! the requested workers as the budget holds, then spends what is left on,
 //! in order: MSM scratch up to runs of 2^24 with every window in one pass,
 //! resident parameter vectors (most bytes first: each is PCIe traffic saved
-//! on every partition), and whole-query runs with longer chunks. Scratch
+//! on every partition), whole-query runs with longer chunks, and, once every
+//! parameter vector is resident, a, b, c on the device: each worker's
+//! witness vector (4.2 GB at 32 GiB) and the shape's constraint matrices
+//! (7.3 GB), so only the witness crosses PCIe. Scratch
 //! comes before residency because it was measured to matter more: on the
 //! H200, 32 runs of 2^22 instead of one run cost the H MSM 0.87 s (2.29 vs
 //! 1.42 s, bases resident), and a third of the pass budget slowed H and B_G2
