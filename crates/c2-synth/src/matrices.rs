@@ -409,8 +409,39 @@ impl ConstraintMatrices {
     }
 }
 
-/// File magic and version.
-const MAGIC: &[u8; 8] = b"c2mtx001";
+/// File magic and version (002: the checksum over chunk digests).
+const MAGIC: &[u8; 8] = b"c2mtx002";
+
+/// Bytes per checksummed chunk: the file's SHA-256 is taken over the
+/// SHA-256s of its 64 MiB chunks, computed in parallel. Reading a 32 GiB
+/// shape's 8.9 GB took 18.5 s on the H200 host with hashing, decoding and
+/// checks on one thread; all three now run on every core (not yet measured
+/// there; 512 MiB on the 2-core dev box: 597 -> 564 ms).
+const CHECKSUM_CHUNK: usize = 64 << 20;
+
+/// The file checksum: SHA-256 of the concatenated SHA-256s of `body`'s
+/// chunks.
+fn checksum(body: &[u8]) -> [u8; 32] {
+    let digests: Vec<[u8; 32]> = body.par_chunks(CHECKSUM_CHUNK).map(|c| Sha256::digest(c).into()).collect();
+    let mut h = Sha256::new();
+    for d in &digests {
+        h.update(d);
+    }
+    h.finalize().into()
+}
+
+/// Little-endian words of `bytes` (a multiple of `N` long), decoded in
+/// parallel.
+fn decode<const N: usize, T: Send>(bytes: &[u8], f: fn([u8; N]) -> T) -> Vec<T> {
+    bytes.par_chunks_exact(N).map(|s| f(s.try_into().expect("N bytes"))).collect()
+}
+
+/// The little-endian bytes of `words`, encoded in parallel.
+fn encode<const N: usize, T: Sync>(out: &mut Vec<u8>, words: &[T], f: fn(&T) -> [u8; N]) {
+    let at = out.len();
+    out.resize(at + N * words.len(), 0);
+    out[at..].par_chunks_exact_mut(N).zip(words.par_iter()).for_each(|(d, w)| d.copy_from_slice(&f(w)));
+}
 
 impl ConstraintMatrices {
     /// Writes the matrices to `path` (through a temporary name, so a crash
@@ -428,11 +459,11 @@ impl ConstraintMatrices {
         for m in [&self.a, &self.b, &self.c] {
             body.extend_from_slice(&(m.row_starts.len() as u64).to_le_bytes());
             body.extend_from_slice(&(m.cols.len() as u64).to_le_bytes());
-            m.row_starts.iter().for_each(|x| body.extend_from_slice(&x.to_le_bytes()));
-            m.cols.iter().for_each(|x| body.extend_from_slice(&x.to_le_bytes()));
-            m.coeffs.iter().for_each(|x| body.extend_from_slice(&x.to_le_bytes()));
+            encode(&mut body, &m.row_starts, |x| x.to_le_bytes());
+            encode(&mut body, &m.cols, |x| x.to_le_bytes());
+            encode(&mut body, &m.coeffs, |x| x.to_le_bytes());
         }
-        let sum = Sha256::digest(&body);
+        let sum = checksum(&body);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(io)?;
         }
@@ -456,7 +487,7 @@ impl ConstraintMatrices {
             return Err(corrupt("not a constraint matrix file of this version"));
         }
         let (body, sum) = bytes.split_at(bytes.len() - 32);
-        if Sha256::digest(body).as_slice() != sum {
+        if checksum(body).as_slice() != sum {
             return Err(corrupt("checksum mismatch"));
         }
         let mut at = MAGIC.len();
@@ -479,20 +510,15 @@ impl ConstraintMatrices {
             let rows1 = word(take(8)?) as usize;
             let entries = word(take(8)?) as usize;
             let row_starts: Vec<u64> =
-                take(rows1.checked_mul(8).ok_or_else(|| corrupt("size"))?)?.chunks_exact(8).map(word).collect();
-            let cols: Vec<u32> = take(entries.checked_mul(4).ok_or_else(|| corrupt("size"))?)?
-                .chunks_exact(4)
-                .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
-                .collect();
-            let cidx: Vec<u32> = take(entries * 4)?
-                .chunks_exact(4)
-                .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
-                .collect();
+                decode(take(rows1.checked_mul(8).ok_or_else(|| corrupt("size"))?)?, u64::from_le_bytes);
+            let cols: Vec<u32> =
+                decode(take(entries.checked_mul(4).ok_or_else(|| corrupt("size"))?)?, u32::from_le_bytes);
+            let cidx: Vec<u32> = decode(take(entries * 4)?, u32::from_le_bytes);
             let ok = row_starts.first() == Some(&0)
                 && row_starts.last() == Some(&(entries as u64))
-                && row_starts.windows(2).all(|w| w[0] <= w[1])
-                && cols.iter().all(|&c| (c as usize) < inputs + aux)
-                && cidx.iter().all(|&c| (c as usize) < coeffs.len());
+                && row_starts.par_windows(2).all(|w| w[0] <= w[1])
+                && cols.par_iter().all(|&c| (c as usize) < inputs + aux)
+                && cidx.par_iter().all(|&c| (c as usize) < coeffs.len());
             if !ok {
                 return Err(corrupt("inconsistent matrix"));
             }
