@@ -115,14 +115,7 @@ fn parse_args() -> Args {
 }
 
 fn registered(size: &str) -> RegisteredSealProof {
-    match size.to_ascii_lowercase().as_str() {
-        "2kib" => RegisteredSealProof::StackedDrg2KiBV1_1,
-        "8mib" => RegisteredSealProof::StackedDrg8MiBV1_1,
-        "512mib" => RegisteredSealProof::StackedDrg512MiBV1_1,
-        "32gib" => RegisteredSealProof::StackedDrg32GiBV1_1,
-        "64gib" => RegisteredSealProof::StackedDrg64GiBV1_1,
-        _ => usage(),
-    }
+    c2_testkit::cli::parse_sector_size(size).unwrap_or_else(|| usage())
 }
 
 fn main() {

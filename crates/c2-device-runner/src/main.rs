@@ -383,6 +383,15 @@ fn ec_compute_h(
     Ok(a)
 }
 
+/// A registered proof type named on the command line (2k, 8m, 512m, 32g,
+/// 64g), or a FAIL line and exit 1.
+fn sector_size_or_exit(flag: &str, t: &str) -> RegisteredSealProof {
+    c2_testkit::cli::parse_sector_size(t).unwrap_or_else(|| {
+        println!("FAIL: unknown {flag} size {t} (2k, 8m, 512m, 32g, 64g)");
+        std::process::exit(1)
+    })
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -418,17 +427,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map_or("2k", |v| v.as_str())
         .split(',')
-        .map(|t| match t {
-            "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
-            "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
-            "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
-            "32g" => RegisteredSealProof::StackedDrg32GiBV1_1,
-            "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
-            other => {
-                println!("FAIL: unknown --abc-sectors size {other} (2k, 8m, 512m, 32g, 64g)");
-                std::process::exit(1)
-            }
-        })
+        .map(|t| sector_size_or_exit("--abc-sectors", t))
         .collect();
     // --only real: the real circuit at full size (--real-sector 32g, --real-partitions 2).
     let run_real = only.as_deref() == Some("real");
@@ -471,15 +470,7 @@ fn main() {
         .and_then(|i| args.get(i + 1))
         .map_or("2k", |v| v.as_str())
         .split(',')
-        .map(|t| match t {
-            "2k" => RegisteredSealProof::StackedDrg2KiBV1_1,
-            "8m" => RegisteredSealProof::StackedDrg8MiBV1_1,
-            "512m" => RegisteredSealProof::StackedDrg512MiBV1_1,
-            other => {
-                println!("FAIL: unknown --registered type {other} (2k, 8m, 512m)");
-                std::process::exit(1)
-            }
-        })
+        .map(|t| sector_size_or_exit("--registered", t))
         .collect();
     // --vram-caps 0,40,24,16 (GiB, 0 = none) for --only partition;
     // --vram-cap-gib N for --only registered.

@@ -15,6 +15,21 @@ pub fn parse_hex32(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
+/// A registered PoRep (V1_1) by sector size, case-insensitive: `2KiB`,
+/// `8MiB`, `512MiB`, `32GiB`, `64GiB`, or the short forms `2k`, `8m`,
+/// `512m`, `32g`, `64g`.
+pub fn parse_sector_size(s: &str) -> Option<filecoin_proofs_api::RegisteredSealProof> {
+    use filecoin_proofs_api::RegisteredSealProof as R;
+    Some(match s.to_ascii_lowercase().trim_end_matches("ib") {
+        "2k" => R::StackedDrg2KiBV1_1,
+        "8m" => R::StackedDrg8MiBV1_1,
+        "512m" => R::StackedDrg512MiBV1_1,
+        "32g" => R::StackedDrg32GiBV1_1,
+        "64g" => R::StackedDrg64GiBV1_1,
+        _ => return None,
+    })
+}
+
 /// `--backend cpu|auto`.
 pub fn parse_backend(s: &str) -> Option<porep_c2::Backend> {
     match s {
