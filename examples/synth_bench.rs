@@ -219,22 +219,15 @@ fn run_size(
         matrices.coeffs.len(),
         matrices.bytes() as f64 / 1e9
     );
+    // The facade's composition: densities once per shape, then per
+    // partition the witness and a, b, c on the host.
+    let shape = std::sync::Arc::new(porep_c2::ShapeMatrices::new(instance.parameter_id(), matrices));
     for &threads in &args.threads {
         let (witness, tw) = on_threads(threads, || instance.synthesize_witness(k));
         let (inputs, aux) = witness.unwrap_or_else(|e| fail(format!("{size}: {e}")));
-        let (abc, te) = on_threads(threads, || c2_abc::evaluate(&matrices.view(), &inputs, &aux));
-        let (a, b, c) = abc.unwrap_or_else(|e| fail(format!("{size}: {e}")));
-        let (a_aux_density, b_input_density, b_aux_density) = matrices.densities();
-        let got = Synthesized {
-            a,
-            b,
-            c,
-            input_assignment: inputs,
-            aux_assignment: aux,
-            a_aux_density,
-            b_input_density,
-            b_aux_density,
-        };
+        let w = porep_c2::Witness { inputs, aux, matrices: shape.clone() };
+        let (got, te) = on_threads(threads, || w.into_synthesized());
+        let got = got.unwrap_or_else(|e| fail(format!("{size}: {e}")));
         let same = verdict(&got);
         drop(got);
         push("witness only", threads, n, tw, same.clone());
