@@ -10,8 +10,9 @@
 //!    parameters exist);
 //! 3. the default path (challenges concurrently) at each thread count;
 //! 4. the constraint matrices recorded from the blank circuit (time, bytes;
-//!    written and read back when `--matrix-dir` is given), then the
-//!    witness-only synthesis and A·z, B·z, C·z at each thread count.
+//!    written and read back when `--matrix-dir` is given), then at each
+//!    thread count the witness-only synthesis through the gadgets, the
+//!    default witness (SHA-256 hashes native) and A·z, B·z, C·z.
 //!
 //! Every result is compared with the reference (a, b, c, inputs, aux,
 //! densities); the exit status is 1 when any differs. Figures are wall
@@ -175,6 +176,11 @@ fn run_size(
     if sat.is_err() {
         *all_same = false;
     }
+    let gadget_witness_differs = std::cell::Cell::new(false);
+    let witness_verdict = |same: bool| {
+        gadget_witness_differs.set(gadget_witness_differs.get() || !same);
+        if same { "yes" } else { "NO: inputs or aux" }.to_string()
+    };
     let mut verdict = |got: &Synthesized| {
         let d = differences(&reference, got);
         if d.is_empty() {
@@ -223,6 +229,13 @@ fn run_size(
     // partition the witness and a, b, c on the host.
     let shape = std::sync::Arc::new(porep_c2::ShapeMatrices::new(instance.parameter_id(), matrices));
     for &threads in &args.threads {
+        // The gadget witness (every gadget as the circuit runs it) beside the
+        // native one, for the ratio.
+        let (gadgets, tg) = on_threads(threads, || instance.synthesize_witness_gadgets(k));
+        let (inputs, aux) = gadgets.unwrap_or_else(|e| fail(format!("{size}: {e}")));
+        let same = witness_verdict(inputs == reference.input_assignment && aux == reference.aux_assignment);
+        drop((inputs, aux));
+        push("witness only, gadgets", threads, n, tg, same);
         let (witness, tw) = on_threads(threads, || instance.synthesize_witness(k));
         let (inputs, aux) = witness.unwrap_or_else(|e| fail(format!("{size}: {e}")));
         let w = porep_c2::Witness { inputs, aux, matrices: shape.clone() };
@@ -230,8 +243,11 @@ fn run_size(
         let got = got.unwrap_or_else(|e| fail(format!("{size}: {e}")));
         let same = verdict(&got);
         drop(got);
-        push("witness only", threads, n, tw, same.clone());
+        push("witness only, native SHA-256", threads, n, tw, same.clone());
         push("A·z, B·z, C·z (CPU)", threads, n, te, same.clone());
         push("witness + matrices", threads, n, tw + te, same);
+    }
+    if gadget_witness_differs.get() {
+        *all_same = false;
     }
 }

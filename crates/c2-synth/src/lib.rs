@@ -19,6 +19,7 @@ mod cc_sector;
 mod check;
 mod cs;
 mod matrices;
+mod native;
 mod porep;
 
 pub use c2_core::{Density, Synthesized};

@@ -24,6 +24,7 @@ use storage_proofs_core::{
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
 use crate::matrices::MatrixCs;
+use crate::native::stacked as native;
 use crate::{synthesize, AssignmentCs, ConstraintMatrices, Density, MatrixError, SynthError, Synthesized, WitnessCs};
 use bellperson::ConstraintSystem;
 use ff::Field;
@@ -75,11 +76,18 @@ pub trait PorepInstance: Send + Sync {
 
     /// Partition `k`'s witness alone, (inputs, aux), ONE first: the
     /// assignments [`PorepInstance::synthesize_partition`] records, without
-    /// evaluating a single constraint (challenges concurrently where the
-    /// instance can).
+    /// evaluating a single constraint (challenges concurrently and the
+    /// SHA-256 hashes natively where the instance can).
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         let s = self.synthesize_partition(k)?;
         Ok((s.input_assignment, s.aux_assignment))
+    }
+
+    /// The reference for [`PorepInstance::synthesize_witness`]: the same
+    /// witness with every gadget of the circuit run as the circuit runs it
+    /// (no native hash), on a witness-only constraint system.
+    fn synthesize_witness_gadgets(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        self.synthesize_witness(k)
     }
 
     /// The circuit shape's constraint matrices, recorded from a blank
@@ -274,7 +282,48 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
         join_challenges(k, &prefix.into_synthesized(), parts)
     }
 
-    /// Partition `k`'s witness (inputs, aux) only, its challenges
+    /// Partition `k`'s witness (inputs, aux) with the SHA-256 parts
+    /// generated natively ([`crate::native`]): the prefix, then every
+    /// challenge concurrently into its own assignment vectors, appended in
+    /// challenge order. Equal to [`Self::witness_of_challenges`] (tested).
+    fn native_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        let proofs = self.challenges(k)?;
+        let synth_err = |source| SynthError::Synthesis { partition: k, source };
+        let first = proofs.first().ok_or(SynthError::NoVanillaProofs)?;
+        let tau = self
+            .public_inputs
+            .tau
+            .as_ref()
+            .ok_or(SynthError::Synthesis { partition: k, source: bellperson::SynthesisError::AssignmentMissing })?;
+        let prefix = no_panic(k, || {
+            native::Prefix::synthesize::<Tree>(
+                self.public_inputs.replica_id.into(),
+                tau.comm_d.into(),
+                tau.comm_r.into(),
+                first.comm_r_last().into(),
+                first.comm_c().into(),
+            )
+            .map_err(synth_err)
+        })?;
+        let layers = self.vanilla_params.num_layers;
+        let parts = proofs
+            .par_iter()
+            .map(|p| no_panic(k, || native::challenge::<Tree>(&prefix, p, layers).map_err(synth_err)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let n_in = prefix.cs.inputs.len() + parts.iter().map(|p| p.inputs.len()).sum::<usize>();
+        let n_aux = prefix.cs.aux.len() + parts.iter().map(|p| p.aux.len()).sum::<usize>();
+        let (mut inputs, mut aux) = (prefix.cs.inputs, prefix.cs.aux);
+        inputs.reserve_exact(n_in - inputs.len());
+        aux.reserve_exact(n_aux - aux.len());
+        for part in parts {
+            inputs.extend_from_slice(&part.inputs);
+            aux.extend_from_slice(&part.aux);
+        }
+        Ok((inputs, aux))
+    }
+
+    /// Partition `k`'s witness (inputs, aux) only, every gadget of the
+    /// circuit run on a witness-only constraint system, its challenges
     /// synthesized concurrently behind copies of the prefix, as
     /// `synthesize_challenges_in_parallel` does with constraints.
     fn witness_of_challenges(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
@@ -442,6 +491,10 @@ impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
     }
 
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        self.native_witness(k)
+    }
+
+    fn synthesize_witness_gadgets(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         self.witness_of_challenges(k)
     }
 
@@ -540,4 +593,82 @@ pub fn synthesize_partitions(
         .build()
         .map_err(|e| SynthError::Unsupported(format!("thread pool: {e}")))?;
     pool.install(|| partitions.par_iter().map(|&k| instance.synthesize_partition(k)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{cc_sector, CcSectorConfig};
+    use filecoin_proofs::SectorShape32GiB;
+    use filecoin_proofs_api::RegisteredSealProof;
+
+    /// The position of the first difference, for a readable failure.
+    fn first_difference(a: &[Scalar], b: &[Scalar]) -> Option<usize> {
+        (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i))
+    }
+
+    /// Native SHA-256 witnesses == the gadgets' witness, input for input and
+    /// aux for aux, on real 2 KiB and 8 MiB circuits (CC sectors).
+    #[test]
+    fn native_witness_equals_the_gadgets_witness() {
+        for rp in [RegisteredSealProof::StackedDrg2KiBV1_1, RegisteredSealProof::StackedDrg8MiBV1_1] {
+            let s = cc_sector(rp, &CcSectorConfig::default()).unwrap();
+            let instance = instance_from_c1(&s.c1, s.prover_id, s.sector_id).unwrap();
+            let t = std::time::Instant::now();
+            let (inputs, aux) = instance.synthesize_witness(0).unwrap();
+            let t_native = t.elapsed();
+            let t = std::time::Instant::now();
+            let (g_inputs, g_aux) = instance.synthesize_witness_gadgets(0).unwrap();
+            eprintln!("{rp:?}: native witness {t_native:.2?}, gadgets {:.2?}", t.elapsed());
+            assert_eq!(first_difference(&inputs, &g_inputs), None, "{rp:?}: inputs");
+            assert_eq!(first_difference(&aux, &g_aux), None, "{rp:?}: aux ({} vs {})", aux.len(), g_aux.len());
+        }
+    }
+
+    /// One challenge of a 32 GiB partition (11 layers, 37-parent labels,
+    /// the 30-level comm_d path, arity-11 column hashes): native == gadgets.
+    #[test]
+    fn native_witness_of_a_32_gib_challenge_equals_the_gadgets() {
+        let s = cc_sector(RegisteredSealProof::StackedDrg32GiBV1_1, &CcSectorConfig::default()).unwrap();
+        let config = RegisteredSealProof::StackedDrg32GiBV1_1.as_v1_config();
+        let instance = StackedInstance::<SectorShape32GiB>::from_c1(&s.c1, &config, s.prover_id, s.sector_id).unwrap();
+        let proof = &instance.challenges(0).unwrap()[0];
+        let tau = instance.public_inputs.tau.as_ref().unwrap();
+        let t = std::time::Instant::now();
+        let prefix = native::Prefix::synthesize::<SectorShape32GiB>(
+            instance.public_inputs.replica_id.into(),
+            tau.comm_d.into(),
+            tau.comm_r.into(),
+            proof.comm_r_last().into(),
+            proof.comm_c().into(),
+        )
+        .unwrap();
+        let part = native::challenge::<SectorShape32GiB>(&prefix, proof, instance.vanilla_params.num_layers).unwrap();
+        let t_native = t.elapsed();
+
+        // The gadgets: the circuit with this one challenge.
+        let t = std::time::Instant::now();
+        let circuit = <Compound<SectorShape32GiB> as CompoundProof<StackedDrg<'_, _, _>, _>>::circuit(
+            &instance.public_inputs,
+            (),
+            &vec![proof.clone()],
+            &instance.vanilla_params,
+            Some(0),
+        )
+        .unwrap();
+        let mut gadgets = AssignmentCs::new();
+        gadgets.alloc_input(|| "one", || Ok(Scalar::ONE)).unwrap();
+        bellperson::Circuit::synthesize(circuit, &mut gadgets).unwrap();
+        eprintln!("32 GiB challenge: native {t_native:.2?}, gadgets {:.2?}, {} aux", t.elapsed(), gadgets.aux.len());
+        let native_aux: Vec<Scalar> = prefix.cs.aux.iter().chain(&part.aux).copied().collect();
+        let native_inputs: Vec<Scalar> = prefix.cs.inputs.iter().chain(&part.inputs).copied().collect();
+        assert_eq!(first_difference(&native_inputs, &gadgets.inputs), None, "inputs");
+        assert_eq!(
+            first_difference(&native_aux, &gadgets.aux),
+            None,
+            "aux ({} vs {})",
+            native_aux.len(),
+            gadgets.aux.len()
+        );
+    }
 }
