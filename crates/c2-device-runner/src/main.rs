@@ -13,8 +13,9 @@
 //!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
 //!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
 //!         and real CC-sector matrices; record, witness, upload and kernel times)
-//!     [--only real --real-sector 32g --real-partitions 2]  (a real CC test sector's first partitions,
-//!         random parameters of its lengths: witness-only path vs circuit path, same bytes, times)
+//!     [--only real --real-sector 32g --real-partitions 2 [--real-proofs 5 --real-concurrency 2,3]]
+//!         (a real CC test sector's first partitions, random parameters of its lengths: witness-only
+//!         path vs circuit path, same bytes, times; then whole-sector proofs, c2-bench style)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
 //!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR]
 //!         (the shaped circuit through our GPU workers; bytes and times vs peer-prove's files in DIR)
@@ -443,7 +444,12 @@ fn main() {
         "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
         _ => RegisteredSealProof::StackedDrg32GiBV1_1,
     };
-    let real_partitions = list("--real-partitions", &[2]).first().copied().unwrap_or(2) as usize;
+    let real = real::RealBench {
+        sector: real_sector,
+        partitions: list("--real-partitions", &[2]).first().copied().unwrap_or(2) as usize,
+        proofs: list("--real-proofs", &[0]).first().copied().unwrap_or(0) as usize,
+        concurrency: list("--real-concurrency", &[2, 3]).iter().map(|&c| c as usize).collect(),
+    };
     // --only partition: the 32 GiB-shaped partition bench alone.
     let run_partition = only.as_deref() == Some("partition");
     let partition_scale = list("--partition-scale", &[1]).first().copied().unwrap_or(1) as usize;
@@ -534,7 +540,7 @@ fn main() {
         }
     }
     if run_real {
-        if let Err(e) = real::bench(&mut report, real_sector, real_partitions) {
+        if let Err(e) = real::bench(&mut report, &real) {
             report.check(format!("real-circuit bench aborted: {e}"), false);
         }
     }

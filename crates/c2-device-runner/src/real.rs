@@ -25,7 +25,7 @@ use crate::Report;
 /// The first `n` partitions of a sector: a whole sector's work would take
 /// minutes per path.
 struct FirstPartitions {
-    inner: Box<dyn PorepInstance>,
+    inner: Arc<dyn PorepInstance>,
     n: usize,
 }
 
@@ -81,15 +81,32 @@ fn summary(label: &str, wall: f64, rep: &ProofReport) -> String {
     )
 }
 
-/// Runs both paths over the first `partitions` partitions of a `rp` CC
-/// test sector.
-pub fn bench(r: &mut Report, rp: RegisteredSealProof, partitions: usize) -> Result<(), String> {
+/// What `--only real` runs.
+pub struct RealBench {
+    /// The CC test sector's registered proof (`--real-sector`).
+    pub sector: RegisteredSealProof,
+    /// Partitions proved both ways for the byte comparison
+    /// (`--real-partitions`; the circuit path takes ~36 s per 32 GiB
+    /// partition).
+    pub partitions: usize,
+    /// Whole-sector proofs per concurrency level through the default
+    /// witness path (`--real-proofs`; 0: none), as `c2-bench -j`.
+    pub proofs: usize,
+    /// Proofs in flight (`--real-concurrency`), as `c2-bench -c`.
+    pub concurrency: Vec<usize>,
+}
+
+/// Runs both paths over the first `partitions` partitions of a CC test
+/// sector, then whole-sector proofs at each concurrency.
+pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
+    let (rp, partitions) = (b.sector, b.partitions);
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let t = Instant::now();
     let s = cc_sector(rp, &CcSectorConfig::default()).map_err(|x| e(&x))?;
-    let inner = c2_synth::instance_from_c1(&s.c1, s.prover_id, s.sector_id).map_err(|x| e(&x))?;
-    inner.check_vanilla_proofs().map_err(|x| e(&x))?;
-    let instance = FirstPartitions { inner, n: partitions };
+    let whole: Arc<dyn PorepInstance> =
+        Arc::from(c2_synth::instance_from_c1(&s.c1, s.prover_id, s.sector_id).map_err(|x| e(&x))?);
+    whole.check_vanilla_proofs().map_err(|x| e(&x))?;
+    let instance = FirstPartitions { inner: whole.clone(), n: partitions };
     println!("real {rp:?}: CC test sector made and verified in {:.1?}", t.elapsed());
     let store = Arc::new(MatrixStore::default());
     let t = Instant::now();
@@ -143,6 +160,9 @@ pub fn bench(r: &mut Report, rp: RegisteredSealProof, partitions: usize) -> Resu
         r.bench.push(format!("{rp:?} {line}"));
         results.push(bytes);
     }
+    if b.proofs > 0 {
+        throughput(r, b, whole.as_ref(), &params, &store, &backend)?;
+    }
     r.check(
         format!(
             "real {rp:?}, {} partitions: witness-only path's proof bytes == circuit path's (random parameters, same r, s)",
@@ -150,5 +170,81 @@ pub fn bench(r: &mut Report, rp: RegisteredSealProof, partitions: usize) -> Resu
         ),
         results.len() == 2 && results[0] == results[1] && !results[0].is_empty(),
     );
+    Ok(())
+}
+
+/// `b.proofs` whole-sector proofs (every partition) at each concurrency in
+/// `b.concurrency`, through the default synthesis path, one backend and one
+/// host budget shared by all proofs in flight: s/proof, GPU kernel-busy,
+/// synthesis per partition, host-to-device bytes and host budget peak.
+fn throughput(
+    r: &mut Report,
+    b: &RealBench,
+    whole: &dyn PorepInstance,
+    params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+    store: &Arc<MatrixStore>,
+    backend: &porep_c2::Backend,
+) -> Result<(), String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); whole.num_partitions()];
+    for &c in &b.concurrency {
+        // Witnesses (4.2 GB per 32 GiB partition) in flight for every proof
+        // share 40 GiB: parameters and matrices hold ~57 GB of the 128 GB.
+        let budget = HostBudget::new(40 << 30);
+        let config = ProverConfig {
+            backend: backend.clone(),
+            retry_backend: None,
+            verify: false,
+            check_vanilla_proofs: false,
+            matrices: store.clone(),
+            pipeline: PipelineConfig {
+                synthesis_workers: backend.consumers(),
+                host_budget: Some(budget.clone()),
+                ..Default::default()
+            },
+            ..ProverConfig::default()
+        };
+        let next = AtomicUsize::new(0);
+        let t = Instant::now();
+        let reports = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..c)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        while next.fetch_add(1, Ordering::Relaxed) < b.proofs {
+                            let one = Instant::now();
+                            let (_, rep) = prove_instance(whole, params, &pairs, &config).map_err(|x| x.to_string())?;
+                            out.push((one.elapsed().as_secs_f64(), rep));
+                        }
+                        Ok::<_, String>(out)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a proving thread panicked".into()))).collect::<Vec<_>>()
+        });
+        let wall = t.elapsed().as_secs_f64();
+        let reports: Vec<(f64, ProofReport)> =
+            reports.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
+        let parts: Vec<_> = reports.iter().flat_map(|(_, rep)| rep.partitions.iter()).collect();
+        let times: Vec<_> = parts.iter().filter_map(|p| p.steps.gpu.clone()).collect();
+        let busy: f64 = porep_c2::device_busy_ms(&times).iter().map(|(_, ms)| ms).sum::<f64>() / 1e3;
+        let kernels: f64 = times.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3;
+        let n = parts.len().max(1) as f64;
+        let synth: f64 = parts.iter().map(|p| p.synthesis.as_secs_f64()).sum::<f64>() / n;
+        let h2d: f64 = times.iter().map(|g| g.h2d_bytes as f64).sum::<f64>() / n / 1e9;
+        let latency: f64 = reports.iter().map(|(s, _)| s).sum::<f64>() / reports.len().max(1) as f64;
+        let line = format!(
+            "real {:?} throughput: {} proofs, -c {c}: {wall:.1} s = {:.2} s/proof (latency {latency:.1} s); kernels {:.2} s/partition, GPU busy {:.0} %; synthesis {synth:.2} s/partition; {h2d:.2} GB host-to-device per partition; host budget peak {:.1} GB",
+            b.sector,
+            reports.len(),
+            wall / reports.len().max(1) as f64,
+            kernels / n,
+            100.0 * busy / wall,
+            budget.peak() as f64 / 1e9,
+        );
+        println!("{line}");
+        r.bench.push(line);
+        r.check(format!("real {:?}: {} proofs at -c {c} completed", b.sector, b.proofs), reports.len() == b.proofs);
+    }
     Ok(())
 }
