@@ -15,12 +15,14 @@
 //!    default witness (SHA-256 hashes native) and A·z, B·z, C·z.
 //!
 //! Every result is compared with the reference (a, b, c, inputs, aux,
-//! densities); the exit status is 1 when any differs. Figures are wall
+//! densities); the exit status is 1 when any differs. `--witness-only`
+//! times just the witness, the gadgets' against the native generator's
+//! (first call, then again: the in-place path), and compares them. Figures are wall
 //! times; "M/s/core" is constraints per second divided by threads.
 //!
 //! ```text
 //! cargo run --release --example synth-bench -- 2KiB 8MiB [--threads 1,2,4,8,16] \
-//!     [--matrix-dir DIR] [--seed 1] [--partition 0]
+//!     [--matrix-dir DIR] [--seed 1] [--partition 0] [--witness-only]
 //! ```
 //! A 32 GiB partition (130.3 M constraints) holds ~17 GB per synthesized
 //! record and the reference alone takes over a minute: run it on a host with
@@ -36,7 +38,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 fn usage() -> ! {
     eprintln!(
         "usage: synth-bench [2KiB|8MiB|512MiB|32GiB|64GiB ...] [--threads 1,2,4] [--matrix-dir DIR] [--seed N] \
-         [--partition K]"
+         [--partition K] [--witness-only]"
     );
     std::process::exit(2)
 }
@@ -88,10 +90,12 @@ struct Args {
     matrix_dir: Option<PathBuf>,
     seed: u64,
     partition: usize,
+    witness_only: bool,
 }
 
 fn parse_args() -> Args {
-    let mut a = Args { sizes: Vec::new(), threads: vec![1, 2], matrix_dir: None, seed: 1, partition: 0 };
+    let mut a =
+        Args { sizes: Vec::new(), threads: vec![1, 2], matrix_dir: None, seed: 1, partition: 0, witness_only: false };
     let mut args = std::env::args().skip(1);
     while let Some(x) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -105,6 +109,7 @@ fn parse_args() -> Args {
             "--matrix-dir" => a.matrix_dir = Some(val().into()),
             "--seed" => a.seed = val().parse().unwrap_or_else(|_| usage()),
             "--partition" => a.partition = val().parse().unwrap_or_else(|_| usage()),
+            "--witness-only" => a.witness_only = true,
             s if !s.starts_with('-') => a.sizes.push(s.to_string()),
             _ => usage(),
         }
@@ -136,7 +141,11 @@ fn main() {
         instance.check_vanilla_proofs().unwrap_or_else(|e| fail(format!("{size}: {e}")));
         eprintln!("{size}: CC test sector made in {made:.2?}, vanilla proofs verified in {:.2?}", t.elapsed());
         let k = args.partition;
-        run_size(size, instance.as_ref(), k, &args, &mut all_same, &mut table);
+        if args.witness_only {
+            run_witness(size, instance.as_ref(), k, &args, &mut all_same, &mut table);
+        } else {
+            run_size(size, instance.as_ref(), k, &args, &mut all_same, &mut table);
+        }
         eprintln!("{size}: peak RSS so far {:.1} GB", peak_rss_gb());
     }
     println!("| size | path | threads | wall s | M constraints/s | M/s/core | same as reference |");
@@ -249,5 +258,40 @@ fn run_size(
     }
     if gadget_witness_differs.get() {
         *all_same = false;
+    }
+}
+
+/// `--witness-only`: the witness through the gadgets and natively (twice:
+/// the first call learns a challenge's size), compared.
+fn run_witness(
+    size: &str,
+    instance: &dyn PorepInstance,
+    k: usize,
+    args: &Args,
+    all_same: &mut bool,
+    table: &mut Vec<String>,
+) {
+    for &threads in &args.threads {
+        let (gadgets, tg) = on_threads(threads, || instance.synthesize_witness_gadgets(k));
+        let gadgets = gadgets.unwrap_or_else(|e| fail(format!("{size}: {e}")));
+        let n = gadgets.1.len();
+        let mut row = |path: &str, t: Duration, same: &str| {
+            let s = t.as_secs_f64();
+            let rate = n as f64 / s / 1e6;
+            let line = format!(
+                "| {size} | {path} | {threads} | {s:.2} | {rate:.2} (aux) | {:.2} | {same} |",
+                rate / threads as f64
+            );
+            eprintln!("{line}");
+            table.push(line);
+        };
+        row("witness only, gadgets", tg, "-");
+        for call in ["first call", "again"] {
+            let (native, tn) = on_threads(threads, || instance.synthesize_witness(k));
+            let native = native.unwrap_or_else(|e| fail(format!("{size}: {e}")));
+            let same = native == gadgets;
+            *all_same &= same;
+            row(&format!("witness only, native SHA-256 ({call})"), tn, if same { "yes" } else { "NO" });
+        }
     }
 }

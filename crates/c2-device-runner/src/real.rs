@@ -220,7 +220,10 @@ fn throughput(
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err("a proving thread panicked".into()))).collect::<Vec<_>>()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err("a proving thread panicked".into())))
+                .collect::<Vec<_>>()
         });
         let wall = t.elapsed().as_secs_f64();
         let reports: Vec<(f64, ProofReport)> =

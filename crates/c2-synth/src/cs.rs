@@ -198,6 +198,107 @@ impl ConstraintSystem<Scalar> for AssignmentCs {
     }
 }
 
+/// A witness-only constraint system that writes its aux assignments into a
+/// slice of known length: a challenge's place in its partition's aux
+/// vector, so the challenges of a partition fill one vector concurrently
+/// instead of growing their own and being copied together (4.2 GB per
+/// 32 GiB partition: 4.7 s that way on the H200 host's 16 cores, against
+/// ~0.5 s of witness computation). Inputs are few and kept in a vector.
+pub(crate) struct SliceCs<'a> {
+    /// Public inputs allocated (none of them ONE).
+    pub(crate) inputs: Vec<Scalar>,
+    aux: &'a mut [Scalar],
+    len: usize,
+    overflow: bool,
+}
+
+impl<'a> SliceCs<'a> {
+    /// An empty system over `aux`.
+    pub(crate) fn new(aux: &'a mut [Scalar]) -> Self {
+        Self { inputs: Vec::new(), aux, len: 0, overflow: false }
+    }
+
+    /// Whether exactly the slice was filled: no more, no fewer allocations.
+    pub(crate) fn filled(&self) -> bool {
+        !self.overflow && self.len == self.aux.len()
+    }
+
+    /// Aux assignments written so far (or attempted, past the end).
+    pub(crate) fn allocated(&self) -> usize {
+        self.len
+    }
+}
+
+impl crate::native::BitSink for SliceCs<'_> {
+    #[inline]
+    fn push_bit(&mut self, bit: bool) {
+        match self.aux.get_mut(self.len) {
+            Some(slot) => *slot = if bit { Scalar::ONE } else { Scalar::ZERO },
+            None => self.overflow = true,
+        }
+        self.len += 1;
+    }
+}
+
+impl ConstraintSystem<Scalar> for SliceCs<'_> {
+    type Root = Self;
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        let value = f()?;
+        match self.aux.get_mut(self.len) {
+            Some(slot) => *slot = value,
+            None => self.overflow = true,
+        }
+        self.len += 1;
+        Ok(Variable::new_unchecked(Index::Aux(self.len - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+impl crate::native::BitSink for AssignmentCs {
+    #[inline]
+    fn push_bit(&mut self, bit: bool) {
+        self.aux.push(if bit { Scalar::ONE } else { Scalar::ZERO });
+    }
+}
+
 /// Synthesizes `circuit` the way bellperson's Groth16 prover does: allocate
 /// the ONE input, run the circuit, then add `input_i · 0 = 0` for every input
 /// (which makes the input part of the A query dense and binds the inputs).

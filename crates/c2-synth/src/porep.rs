@@ -23,6 +23,7 @@ use storage_proofs_core::{
 };
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
+use crate::cs::SliceCs;
 use crate::matrices::MatrixCs;
 use crate::native::stacked as native;
 use crate::{synthesize, AssignmentCs, ConstraintMatrices, Density, MatrixError, SynthError, Synthesized, WitnessCs};
@@ -141,6 +142,9 @@ pub struct StackedInstance<Tree: 'static + MerkleTreeTrait> {
     vanilla_proofs: Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>,
     parameter_id: String,
     sector_size: u64,
+    /// Aux variables one challenge allocates, learned from the first
+    /// native witness (the same for every challenge of the shape).
+    challenge_shape: std::sync::OnceLock<usize>,
 }
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
@@ -175,7 +179,14 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
                 &vanilla_params,
             );
         let sector_size = (vanilla_params.graph.size() * 32) as u64;
-        Ok(Self { vanilla_params, public_inputs, vanilla_proofs, parameter_id, sector_size })
+        Ok(Self {
+            vanilla_params,
+            public_inputs,
+            vanilla_proofs,
+            parameter_id,
+            sector_size,
+            challenge_shape: std::sync::OnceLock::new(),
+        })
     }
 
     /// Builds the instance for a registered proof's C1 output, with the same
@@ -306,20 +317,59 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
             .map_err(synth_err)
         })?;
         let layers = self.vanilla_params.num_layers;
-        let parts = proofs
-            .par_iter()
-            .map(|p| no_panic(k, || native::challenge::<Tree>(&prefix, p, layers).map_err(synth_err)))
+        let one_challenge = |cs: &mut AssignmentCs, p| {
+            no_panic(k, || native::challenge::<Tree, _>(cs, &prefix, p, layers).map_err(synth_err))
+        };
+        // Every challenge of a shape allocates alike (the circuit's structure
+        // is fixed): the first one generated learns how much, once per
+        // instance, and from then on each challenge writes into its place.
+        let mut learned = None;
+        let per_challenge = match self.challenge_shape.get() {
+            Some(&n) => n,
+            None => {
+                let mut cs = AssignmentCs::new();
+                one_challenge(&mut cs, first)?;
+                let n = cs.aux.len();
+                let _ = self.challenge_shape.set(n);
+                learned = Some(cs);
+                n
+            }
+        };
+        let p_aux = prefix.cs.aux.len();
+        let mut aux = Vec::with_capacity(p_aux + per_challenge * proofs.len());
+        aux.extend_from_slice(&prefix.cs.aux);
+        // Zeroed (and its pages faulted in) on every core at once.
+        aux.par_extend(rayon::iter::repeat_n(Scalar::ZERO, per_challenge * proofs.len()));
+        let skip = usize::from(learned.is_some());
+        let slots = aux[p_aux..].par_chunks_mut(per_challenge.max(1));
+        let inputs = slots
+            .zip(proofs.par_iter())
+            .enumerate()
+            .map(|(j, (slot, p))| {
+                if j < skip {
+                    let cs = learned.as_ref().ok_or(SynthError::NoVanillaProofs)?;
+                    slot.copy_from_slice(&cs.aux);
+                    return Ok(cs.inputs.clone());
+                }
+                let mut cs = SliceCs::new(slot);
+                no_panic(k, || native::challenge::<Tree, _>(&mut cs, &prefix, p, layers).map_err(synth_err))?;
+                if !cs.filled() {
+                    return Err(SynthError::Circuit {
+                        partition: k,
+                        message: format!(
+                            "challenge {j} allocated {} aux variables; challenge 0 allocated {per_challenge}",
+                            cs.allocated()
+                        ),
+                    });
+                }
+                Ok(cs.inputs)
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let n_in = prefix.cs.inputs.len() + parts.iter().map(|p| p.inputs.len()).sum::<usize>();
-        let n_aux = prefix.cs.aux.len() + parts.iter().map(|p| p.aux.len()).sum::<usize>();
-        let (mut inputs, mut aux) = (prefix.cs.inputs, prefix.cs.aux);
-        inputs.reserve_exact(n_in - inputs.len());
-        aux.reserve_exact(n_aux - aux.len());
-        for part in parts {
-            inputs.extend_from_slice(&part.inputs);
-            aux.extend_from_slice(&part.aux);
+        let mut all_inputs = prefix.cs.inputs.clone();
+        for part in inputs {
+            all_inputs.extend_from_slice(&part);
         }
-        Ok((inputs, aux))
+        Ok((all_inputs, aux))
     }
 
     /// Partition `k`'s witness (inputs, aux) only, every gadget of the
@@ -622,6 +672,10 @@ mod tests {
             eprintln!("{rp:?}: native witness {t_native:.2?}, gadgets {:.2?}", t.elapsed());
             assert_eq!(first_difference(&inputs, &g_inputs), None, "{rp:?}: inputs");
             assert_eq!(first_difference(&aux, &g_aux), None, "{rp:?}: aux ({} vs {})", aux.len(), g_aux.len());
+            // Later partitions write every challenge in place (the first one
+            // learned the challenge's size): the same vectors.
+            let again = instance.synthesize_witness(0).unwrap();
+            assert!(again == (inputs, aux), "{rp:?}: the in-place path");
         }
     }
 
@@ -643,7 +697,9 @@ mod tests {
             proof.comm_c().into(),
         )
         .unwrap();
-        let part = native::challenge::<SectorShape32GiB>(&prefix, proof, instance.vanilla_params.num_layers).unwrap();
+        let mut part = AssignmentCs::new();
+        native::challenge::<SectorShape32GiB, _>(&mut part, &prefix, proof, instance.vanilla_params.num_layers)
+            .unwrap();
         let t_native = t.elapsed();
 
         // The gadgets: the circuit with this one challenge.

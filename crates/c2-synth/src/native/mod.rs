@@ -5,3 +5,12 @@
 
 pub(crate) mod sha256;
 pub(crate) mod stacked;
+
+pub(crate) use sha256::BitSink;
+
+/// A witness-only constraint system the native generators write into: the
+/// gadgets they call allocate through [`bellperson::ConstraintSystem`],
+/// the native hashes append bits through [`BitSink`].
+pub(crate) trait Assignments: bellperson::ConstraintSystem<blstrs::Scalar, Root = Self> + BitSink {}
+
+impl<T: bellperson::ConstraintSystem<blstrs::Scalar, Root = T> + BitSink> Assignments for T {}

@@ -32,6 +32,7 @@ use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, StackedCircuit};
 
 use super::sha256::{packed_digest, sha256};
+use super::Assignments;
 use crate::AssignmentCs;
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
@@ -88,17 +89,17 @@ fn convert<V, P: From<V>>(v: V, _: PhantomData<P>) -> P {
 }
 
 /// Partition `k`'s challenge `proof` (`Proof::synthesize`) behind `prefix`:
-/// its assignments alone, into an empty constraint system (inputs and aux
-/// to append after the prefix's and the earlier challenges').
-pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait>(
+/// its assignments alone, appended to `cs` (which holds nothing of the
+/// prefix: inputs and aux go after the prefix's and the earlier
+/// challenges').
+pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait, W: Assignments>(
+    cs: &mut W,
     prefix: &Prefix,
     proof: &VanillaProof<Tree>,
     num_layers: usize,
-) -> Result<AssignmentCs, SynthesisError> {
+) -> Result<(), SynthesisError> {
     let circuit_proof =
         convert(proof.clone(), proof_type(StackedCircuit::<Tree, DefaultPieceHasher>::synthesize::<&mut AssignmentCs>));
-    let mut cs = AssignmentCs::new();
-    let cs = &mut cs;
     let data_leaf = AllocatedNum::alloc(&mut *cs, || circuit_proof.data_leaf.ok_or(SynthesisError::AssignmentMissing))?;
     comm_d_inclusion(cs, &proof.comm_d_proofs.as_options(), &data_leaf)?;
 
@@ -106,14 +107,14 @@ pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait>(
     for parent in circuit_proof.drg_parents_proofs.into_iter() {
         let (column, path) = parent.alloc(&mut *cs)?;
         let hash = column.hash(&mut *cs)?;
-        enforce_inclusion::<Tree>(cs, path, &prefix.comm_c, &hash)?;
+        enforce_inclusion::<Tree, W>(cs, path, &prefix.comm_c, &hash)?;
         columns.push(column);
     }
     let drg_parents = columns.len();
     for parent in circuit_proof.exp_parents_proofs.into_iter() {
         let (column, path) = parent.alloc(&mut *cs)?;
         let hash = column.hash(&mut *cs)?;
-        enforce_inclusion::<Tree>(cs, path, &prefix.comm_c, &hash)?;
+        enforce_inclusion::<Tree, W>(cs, path, &prefix.comm_c, &hash)?;
         columns.push(column);
     }
     let (drg, exp) = columns.split_at(drg_parents);
@@ -150,21 +151,21 @@ pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait>(
 
     let key = labels.last().ok_or(SynthesisError::Unsatisfiable)?;
     let encoded = encode(&mut *cs, key, &data_leaf)?;
-    enforce_inclusion::<Tree>(cs, circuit_proof.comm_r_last_path, &prefix.comm_r_last, &encoded)?;
+    enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_r_last_path, &prefix.comm_r_last, &encoded)?;
 
     let column_hash = match labels.len() {
         2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(&mut *cs, &labels, 0)?,
         11 => PoseidonFunction::hash_multi_leaf_circuit::<U11, _>(&mut *cs, &labels, 0)?,
         _ => return Err(SynthesisError::Unsatisfiable),
     };
-    enforce_inclusion::<Tree>(cs, circuit_proof.comm_c_path, &prefix.comm_c, &column_hash)?;
-    Ok(std::mem::take(cs))
+    enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_c_path, &prefix.comm_c, &column_hash)?;
+    Ok(())
 }
 
 /// storage-proofs-porep's `enforce_inclusion`: the path of `leaf` to `root`
 /// in a tree of `Tree`'s shape, through `PoRCircuit` (Poseidon: the gadget).
-fn enforce_inclusion<Tree: 'static + MerkleTreeTrait>(
-    cs: &mut AssignmentCs,
+fn enforce_inclusion<Tree: 'static + MerkleTreeTrait, W: Assignments>(
+    cs: &mut W,
     path: storage_proofs_core::gadgets::por::AuthPath<
         Tree::Hasher,
         Tree::Arity,
@@ -183,9 +184,9 @@ fn enforce_inclusion<Tree: 'static + MerkleTreeTrait>(
     >;
     PoRCircuit::<Wrapper<Tree>>::synthesize(
         cs,
-        Root::from_allocated::<AssignmentCs>(leaf.clone()),
+        Root::from_allocated::<W>(leaf.clone()),
         path,
-        Root::from_allocated::<AssignmentCs>(root.clone()),
+        Root::from_allocated::<W>(root.clone()),
         true,
     )
 }
@@ -195,8 +196,8 @@ fn enforce_inclusion<Tree: 'static + MerkleTreeTrait>(
 /// `insert_2`, then `Sha256Function::hash_multi_leaf_circuit`; the index
 /// bits packed into inputs at the end. The root is the prefix's comm_d, so
 /// nothing is allocated for it.
-fn comm_d_inclusion(
-    cs: &mut AssignmentCs,
+fn comm_d_inclusion<W: Assignments>(
+    cs: &mut W,
     path: &[(Vec<Option<Scalar>>, Option<usize>)],
     leaf: &AllocatedNum<Scalar>,
 ) -> Result<(), SynthesisError> {
@@ -221,8 +222,8 @@ fn comm_d_inclusion(
 /// `Sha256Function::hash_multi_leaf_circuit`: each number's 255 bits
 /// (allocated by the gadget), padded to 256, every byte's bits reversed;
 /// the digest natively, packed into one number.
-fn sha256_of_nums(
-    cs: &mut AssignmentCs,
+fn sha256_of_nums<W: Assignments>(
+    cs: &mut W,
     leaves: &[AllocatedNum<Scalar>],
 ) -> Result<AllocatedNum<Scalar>, SynthesisError> {
     let mut bits = Vec::with_capacity(256 * leaves.len());
@@ -233,15 +234,15 @@ fn sha256_of_nums(
         }
         bits.extend(padded.chunks_exact(8).flat_map(|byte| byte.iter().rev()).cloned());
     }
-    let digest = sha256(&bits, &mut cs.aux)?;
+    let digest = sha256(&bits, cs)?;
     AllocatedNum::alloc(cs, || Ok(packed_digest(digest)))
 }
 
 /// `create_label_circuit`: SHA-256 of replica id (padded to 32 bytes) ||
 /// layer (4 bytes) || node (8 bytes) || zeros to 64 bytes || the 37 parents
 /// (each padded to 32 bytes), packed into one number; the hash natively.
-fn create_label(
-    cs: &mut AssignmentCs,
+fn create_label<W: Assignments>(
+    cs: &mut W,
     replica_id: &[Boolean],
     parents: &[Vec<Boolean>],
     layer: u32,
@@ -262,6 +263,6 @@ fn create_label(
     if replica_id.len() > 256 || preimage.len() != (2 + parents.len()) * 256 {
         return Err(SynthesisError::Unsatisfiable);
     }
-    let digest = sha256(&preimage, &mut cs.aux)?;
+    let digest = sha256(&preimage, cs)?;
     AllocatedNum::alloc(cs, || Ok(packed_digest(digest)))
 }
