@@ -60,6 +60,11 @@ extern "C" __global__ void c2_abc_long_rows(fr_t* out, const uint32_t* row_start
     abc::long_rows_product(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index);
 }
 
+extern "C" __global__ void c2_abc_unsatisfied(const fr_t* a, const fr_t* b, const fr_t* c, uint64_t n,
+                                              unsigned long long* first) {
+    abc::first_unsatisfied(a, b, c, n, first);
+}
+
 // ---- prefix sums ----
 #include "util/scan.cuh"
 

@@ -45,6 +45,8 @@ __device__ __forceinline__ fr_t fr_mul(fr_t a, fr_t b) {{ return {name}_mul(a, b
 __device__ __forceinline__ fr_t fr_sqr(fr_t a) {{ return {name}_sqr(a); }}
 __device__ __forceinline__ fr_t fr_zero() {{ return {name}_ZERO; }}
 __device__ __forceinline__ fr_t fr_one() {{ return {name}_ONE; }}
+// Values are kept reduced (< r), so equal elements have equal limbs.
+__device__ __forceinline__ bool fr_eq(fr_t a, fr_t b) {{ return {name}_eq(a, b); }}
 // Montgomery form -> canonical integer (a * R^-1).
 __device__ __forceinline__ fr_t fr_unmont(fr_t a) {{ return {name}_unmont(a); }}
 // A canonical 256-bit integer reduced mod r (2^256 < 3r: at most two steps).

@@ -84,6 +84,7 @@ pub struct GpuAbc {
     memory: DeviceMemory,
     rows: Kernel,
     long_rows: Kernel,
+    unsatisfied: Kernel,
 }
 
 impl std::fmt::Debug for GpuAbc {
@@ -103,7 +104,8 @@ impl GpuAbc {
         let gpu = memory.gpu().clone();
         let rows = gpu.kernel(KernelId::AbcRows)?;
         let long_rows = gpu.kernel(KernelId::AbcLongRows)?;
-        Ok(Self { gpu, memory, rows, long_rows })
+        let unsatisfied = gpu.kernel(KernelId::AbcUnsatisfied)?;
+        Ok(Self { gpu, memory, rows, long_rows, unsatisfied })
     }
 
     /// The device.
@@ -206,6 +208,74 @@ impl GpuAbc {
             unsafe { self.long_rows.launch(stream, Launch::new(grid_for(32 * mat.n_long), THREADS), args) }?;
         }
         Ok(())
+    }
+
+    /// The satisfaction check on device vectors: the smallest `i < n` with
+    /// `a_i · b_i ≠ c_i` (`None`: all `n` constraints hold), queued on
+    /// `stream` and waited for. `n` counts constraints, input constraints
+    /// included; the padding beyond is not checked.
+    pub fn first_unsatisfied_device(
+        &self,
+        a: &DeviceBuffer<Scalar>,
+        b: &DeviceBuffer<Scalar>,
+        c: &DeviceBuffer<Scalar>,
+        n: usize,
+        stream: &Stream,
+    ) -> Result<Option<usize>, AbcError> {
+        if a.len().min(b.len()).min(c.len()) < n {
+            return Err(AbcError::Malformed(format!(
+                "{n} constraints to check in vectors of {} / {} / {}",
+                a.len(),
+                b.len(),
+                c.len()
+            )));
+        }
+        let mut first = self.memory.alloc::<u64>(1)?;
+        let start = [n as u64];
+        first.upload_async(0, &start, stream)?;
+        // c2_abc_unsatisfied(a, b, c, n, first)
+        let args = (a.device_ptr(), b.device_ptr(), c.device_ptr(), n as u64, first.device_ptr());
+        // SAFETY: a, b, c hold at least n elements (checked above); `first`
+        // is one u64, initialised to n on the same stream.
+        unsafe { self.unsatisfied.launch(stream, Launch::new(grid_for(n), THREADS), args) }?;
+        let mut out = [0u64];
+        first.download_async(0, &mut out, stream)?;
+        stream.synchronize()?;
+        Ok((out[0] < n as u64).then_some(out[0] as usize))
+    }
+
+    /// The satisfaction check of a witness against the matrices, on the
+    /// device: a, b, c from [`GpuAbc::product_device`], then
+    /// [`GpuAbc::first_unsatisfied_device`] (the full-size correctness
+    /// oracle where no parameters exist).
+    pub fn first_unsatisfied(
+        &self,
+        m: &DeviceMatrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+    ) -> Result<Option<usize>, AbcError> {
+        if (inputs.len(), aux.len()) != (m.inputs, m.aux) {
+            return Err(AbcError::WitnessShape {
+                inputs: inputs.len(),
+                aux: aux.len(),
+                want_inputs: m.inputs,
+                want_aux: m.aux,
+            });
+        }
+        let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
+        let stream = self.gpu.stream()?;
+        let mut z = self.memory.alloc::<Scalar>((m.inputs + m.aux).max(1))?;
+        stager.upload(&mut z, 0, inputs)?;
+        stager.upload(&mut z, m.inputs, aux)?;
+        stager.stream().synchronize()?;
+        let rows = m.constraints().max(1);
+        let mut abc = Vec::with_capacity(3);
+        for which in 0..3 {
+            let mut out = self.memory.alloc::<Scalar>(rows)?;
+            self.product_device(m, which, &z, &mut out, &stream)?;
+            abc.push(out);
+        }
+        self.first_unsatisfied_device(&abc[0], &abc[1], &abc[2], m.constraints(), &stream)
     }
 
     /// Host-level a, b, c (for tests and one-off use): z uploaded, the three

@@ -159,6 +159,8 @@ pub enum KernelId {
     AbcRows,
     /// The same for the listed longer rows, one warp per row.
     AbcLongRows,
+    /// The satisfaction check: the first i with `a_i · b_i ≠ c_i`.
+    AbcUnsatisfied,
     /// Prefix sums: per-block scans.
     ScanBlocks,
     /// Prefix sums: add the block offsets.
@@ -207,7 +209,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 31] = {
+    pub const ALL: [KernelId; 32] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -220,6 +222,7 @@ impl KernelId {
             Self::SubScale,
             Self::AbcRows,
             Self::AbcLongRows,
+            Self::AbcUnsatisfied,
             Self::ScanBlocks,
             Self::ScanAdd,
             Self::MsmMaskPopc,
@@ -259,6 +262,7 @@ impl KernelId {
             Self::SubScale => "c2_sub_scale",
             Self::AbcRows => "c2_abc_rows",
             Self::AbcLongRows => "c2_abc_long_rows",
+            Self::AbcUnsatisfied => "c2_abc_unsatisfied",
             Self::ScanBlocks => "c2_scan_blocks",
             Self::ScanAdd => "c2_scan_add",
             Self::MsmMaskPopc => "c2_msm_mask_popc",

@@ -134,8 +134,49 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
         }
         r.check("abc: a column outside z is refused at upload".into(), abc.upload(&m.view()).is_err());
     }
+    satisfaction_on_random_vectors(&abc, &gpu, r, &mut rng)?;
     for &rp in sectors {
         real_sector(&abc, &gpu, r, rp)?;
+    }
+    Ok(())
+}
+
+/// The GPU satisfaction check against the CPU's on random satisfied
+/// vectors (a·b = c) with failures planted at the first, the last and
+/// several places (the smallest must come back), and none.
+fn satisfaction_on_random_vectors(
+    abc: &GpuAbc,
+    gpu: &std::sync::Arc<Gpu>,
+    r: &mut Report,
+    rng: &mut impl Rng,
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let stream = gpu.stream().map_err(|x| e(&x))?;
+    for n in [1usize, 1000, 65_537] {
+        let a = witness(n, rng);
+        let b = witness(n, rng);
+        let c0: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
+        let plants: [&[usize]; 4] = [&[], &[0], &[n - 1], &[n / 2, n - 1, n / 3 + 1]];
+        for plant in plants {
+            let mut c = c0.clone();
+            for &i in plant {
+                c[i] += Scalar::ONE;
+            }
+            let want = c2_abc::first_unsatisfied(&a, &b, &c);
+            let mut dev = Vec::new();
+            for v in [&a, &b, &c] {
+                let mut d = gpu.alloc::<Scalar>(n).map_err(|x| e(&x))?;
+                d.upload_async(0, v, &stream).map_err(|x| e(&x))?;
+                dev.push(d);
+            }
+            stream.synchronize().map_err(|x| e(&x))?;
+            let got = abc.first_unsatisfied_device(&dev[0], &dev[1], &dev[2], n, &stream).map_err(|x| e(&x))?;
+            let planted_first = plant.iter().min().copied();
+            r.check(
+                format!("satisfaction check n={n}, failures at {plant:?}: GPU {got:?} == CPU {want:?}"),
+                got == want && want == planted_first,
+            );
+        }
     }
     Ok(())
 }
@@ -186,6 +227,26 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     }
     let label = format!("{rp:?}");
     r.check(format!("abc {label} partition 0 ({n} constraints): GPU A·z, B·z, C·z == CPU"), same);
+    // The satisfaction check on the device: the real witness satisfies
+    // every constraint; one aux value changed breaks one, and the device
+    // names the same first constraint as the CPU.
+    let t = Instant::now();
+    let ok = abc.first_unsatisfied(&d, &inputs, &aux).map_err(|x| e(&x))?;
+    let t_sat = t.elapsed();
+    let cpu_ok = c2_abc::first_unsatisfied(&want.0, &want.1, &want.2);
+    let mut broken = aux.clone();
+    let j = broken.len() / 2;
+    broken[j] += Scalar::ONE;
+    let bad = abc.first_unsatisfied(&d, &inputs, &broken).map_err(|x| e(&x))?;
+    let want_bad = evaluate(&m.view(), &inputs, &broken).map_err(|x| e(&x))?;
+    let cpu_bad = c2_abc::first_unsatisfied(&want_bad.0, &want_bad.1, &want_bad.2);
+    drop((broken, want_bad));
+    r.check(
+        format!(
+            "satisfaction check {label} partition 0 on the device ({t_sat:.2?} with the upload): all {n} hold (CPU too); aux {j} changed: first failing constraint GPU {bad:?} == CPU {cpu_bad:?}"
+        ),
+        ok.is_none() && cpu_ok.is_none() && bad.is_some() && bad == cpu_bad,
+    );
     if n <= 10_000_000 {
         // Small enough to synthesize once more: the products are what synthesis records.
         let full = instance.synthesize_partition(0).map_err(|x| e(&x))?;
