@@ -158,9 +158,10 @@ fn satisfaction_on_random_vectors(
         let c0: Vec<Scalar> = a.iter().zip(&b).map(|(x, y)| x * y).collect();
         let plants: [&[usize]; 4] = [&[], &[0], &[n - 1], &[n / 2, n - 1, n / 3 + 1]];
         for plant in plants {
+            let plant: Vec<usize> = plant.iter().copied().filter(|&i| i < n).collect();
             let mut c = c0.clone();
-            for &i in plant {
-                c[i] += Scalar::ONE;
+            for &i in &plant {
+                c[i] = c0[i] + Scalar::ONE;
             }
             let want = c2_abc::first_unsatisfied(&a, &b, &c);
             let mut dev = Vec::new();

@@ -187,6 +187,9 @@ fn throughput(
 ) -> Result<(), String> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); whole.num_partitions()];
+    // Host bytes per partition in flight: its witness as full scalars.
+    let shape = store.get(whole, None).map_err(|x| x.to_string())?;
+    let item_bytes = (shape.matrices.inputs + shape.matrices.aux) * 32;
     for &c in &b.concurrency {
         // Witnesses (4.2 GB per 32 GiB partition) in flight for every proof
         // share 40 GiB: parameters and matrices hold ~57 GB of the 128 GB.
@@ -200,6 +203,7 @@ fn throughput(
             pipeline: PipelineConfig {
                 synthesis_workers: backend.consumers(),
                 host_budget: Some(budget.clone()),
+                item_bytes,
                 ..Default::default()
             },
             ..ProverConfig::default()
