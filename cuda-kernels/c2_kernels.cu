@@ -65,6 +65,14 @@ extern "C" __global__ void c2_abc_unsatisfied(const fr_t* a, const fr_t* b, cons
     abc::first_unsatisfied(a, b, c, n, first);
 }
 
+extern "C" __global__ void c2_witness_bits(fr_t* z, const uint64_t* bits, uint64_t n) {
+    abc::witness_bits(z, bits, n);
+}
+
+extern "C" __global__ void c2_witness_scatter(fr_t* z, const uint32_t* index, const fr_t* value, uint64_t m) {
+    abc::witness_scatter(z, index, value, m);
+}
+
 // ---- prefix sums ----
 #include "util/scan.cuh"
 

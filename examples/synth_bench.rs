@@ -293,5 +293,17 @@ fn run_witness(
             *all_same &= same;
             row(&format!("witness only, native SHA-256 ({call})"), tn, if same { "yes" } else { "NO" });
         }
+        let (compact, tc) = on_threads(threads, || instance.synthesize_compact_witness(k));
+        let (c_inputs, compact) = compact.unwrap_or_else(|e| fail(format!("{size}: {e}")));
+        let same = c_inputs == gadgets.0 && compact.expand() == gadgets.1;
+        *all_same &= same;
+        eprintln!(
+            "{size}: compact witness {:.1} MB for {:.1} MB of scalars ({} full values of {})",
+            compact.bytes() as f64 / 1e6,
+            compact.len() as f64 * 32e-6,
+            compact.full_value().len(),
+            compact.len()
+        );
+        row("compact witness, native SHA-256", tc, if same { "yes" } else { "NO" });
     }
 }

@@ -81,4 +81,20 @@ __device__ __forceinline__ void first_unsatisfied(const fr_t* a, const fr_t* b, 
     }
 }
 
+// The compact witness expanded into z (offset applied by the caller's
+// pointer): z[i] = 1 or 0 from bit i, then the values other than 0 and 1
+// written at their indices (a second kernel on the same stream). A 32 GiB
+// partition's aux: 16 MB of bits and a few M values instead of 4.2 GB.
+__device__ __forceinline__ void witness_bits(fr_t* z, const uint64_t* bits, uint64_t n) {
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        z[i] = ((bits[i >> 6] >> (i & 63)) & 1) ? fr_one() : fr_zero();
+    }
+}
+
+__device__ __forceinline__ void witness_scatter(fr_t* z, const uint32_t* index, const fr_t* value, uint64_t m) {
+    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k < m; k += (size_t)gridDim.x * blockDim.x) {
+        z[index[k]] = value[k];
+    }
+}
+
 }  // namespace abc

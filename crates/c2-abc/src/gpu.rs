@@ -11,7 +11,7 @@ use c2_cuda::{DeviceBuffer, DeviceMemory, Gpu, GpuError, Kernel, KernelId, Launc
 use ff::Field;
 use rayon::prelude::*;
 
-use crate::{Abc, AbcError, CsrView, MatricesView};
+use crate::{Abc, AbcError, CompactWitness, CsrView, MatricesView};
 
 /// Threads per block of the row kernel.
 const THREADS: u32 = 256;
@@ -85,6 +85,8 @@ pub struct GpuAbc {
     rows: Kernel,
     long_rows: Kernel,
     unsatisfied: Kernel,
+    witness_bits: Kernel,
+    witness_scatter: Kernel,
 }
 
 impl std::fmt::Debug for GpuAbc {
@@ -105,7 +107,9 @@ impl GpuAbc {
         let rows = gpu.kernel(KernelId::AbcRows)?;
         let long_rows = gpu.kernel(KernelId::AbcLongRows)?;
         let unsatisfied = gpu.kernel(KernelId::AbcUnsatisfied)?;
-        Ok(Self { gpu, memory, rows, long_rows, unsatisfied })
+        let witness_bits = gpu.kernel(KernelId::WitnessBits)?;
+        let witness_scatter = gpu.kernel(KernelId::WitnessScatter)?;
+        Ok(Self { gpu, memory, rows, long_rows, unsatisfied, witness_bits, witness_scatter })
     }
 
     /// The device.
@@ -207,6 +211,52 @@ impl GpuAbc {
             // SAFETY: as above; `long_rows` holds `n_long` row indices < rows.
             unsafe { self.long_rows.launch(stream, Launch::new(grid_for(32 * mat.n_long), THREADS), args) }?;
         }
+        Ok(())
+    }
+
+    /// Expands a compact witness into `z[offset..offset + w.len()]` on the
+    /// device: its bits, indices and values uploaded (`w.bytes()` cross
+    /// PCIe instead of 32 per variable), then the two expansion kernels on
+    /// `stream`; returns when `z` holds the values.
+    pub fn expand_witness(
+        &self,
+        w: &CompactWitness,
+        z: &mut DeviceBuffer<Scalar>,
+        offset: usize,
+        stream: &Stream,
+    ) -> Result<(), AbcError> {
+        if offset + w.len() > z.len() {
+            return Err(AbcError::Malformed(format!(
+                "a witness of {} at offset {offset} in a vector of {}",
+                w.len(),
+                z.len()
+            )));
+        }
+        if w.is_empty() {
+            return Ok(());
+        }
+        let mut bits = self.memory.alloc::<u64>(w.bits().len().max(1))?;
+        bits.upload_async(0, w.bits(), stream)?;
+        let dst = z.device_ptr() + (offset * std::mem::size_of::<Scalar>()) as u64;
+        // c2_witness_bits(z + offset, bits, n)
+        let args = (dst, bits.device_ptr(), w.len() as u64);
+        // SAFETY: z holds offset + len elements (checked above); `bits`
+        // holds len.div_ceil(64) words, uploaded on the same stream.
+        unsafe { self.witness_bits.launch(stream, Launch::new(grid_for(w.len()), THREADS), args) }?;
+        let m = w.full_index().len();
+        let (mut index, mut value) = (self.memory.alloc::<u32>(m.max(1))?, self.memory.alloc::<Scalar>(m.max(1))?);
+        if m > 0 {
+            index.upload_async(0, w.full_index(), stream)?;
+            value.upload_async(0, w.full_value(), stream)?;
+            // c2_witness_scatter(z + offset, index, value, m), after the bits.
+            let args = (dst, index.device_ptr(), value.device_ptr(), m as u64);
+            // SAFETY: every index is < len (the compact form's invariant:
+            // indices of its own variables); index and value hold m each.
+            unsafe { self.witness_scatter.launch(stream, Launch::new(grid_for(m), THREADS), args) }?;
+        }
+        // The uploads above read host memory and the kernels the temporary
+        // buffers: both must be done before they are dropped.
+        stream.synchronize()?;
         Ok(())
     }
 

@@ -35,7 +35,7 @@ mod gpu;
 pub use gpu::{DeviceMatrices, GpuAbc};
 
 use blstrs::Scalar;
-pub use c2_core::{CsrView, MatricesView};
+pub use c2_core::{CompactWitness, CsrView, MatricesView};
 use ff::Field;
 use rayon::prelude::*;
 

@@ -161,6 +161,10 @@ pub enum KernelId {
     AbcLongRows,
     /// The satisfaction check: the first i with `a_i · b_i ≠ c_i`.
     AbcUnsatisfied,
+    /// A compact witness' bits expanded to 0/1 field elements.
+    WitnessBits,
+    /// A compact witness' other values written at their indices.
+    WitnessScatter,
     /// Prefix sums: per-block scans.
     ScanBlocks,
     /// Prefix sums: add the block offsets.
@@ -209,7 +213,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 32] = {
+    pub const ALL: [KernelId; 34] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -223,6 +227,8 @@ impl KernelId {
             Self::AbcRows,
             Self::AbcLongRows,
             Self::AbcUnsatisfied,
+            Self::WitnessBits,
+            Self::WitnessScatter,
             Self::ScanBlocks,
             Self::ScanAdd,
             Self::MsmMaskPopc,
@@ -263,6 +269,8 @@ impl KernelId {
             Self::AbcRows => "c2_abc_rows",
             Self::AbcLongRows => "c2_abc_long_rows",
             Self::AbcUnsatisfied => "c2_abc_unsatisfied",
+            Self::WitnessBits => "c2_witness_bits",
+            Self::WitnessScatter => "c2_witness_scatter",
             Self::ScanBlocks => "c2_scan_blocks",
             Self::ScanAdd => "c2_scan_add",
             Self::MsmMaskPopc => "c2_msm_mask_popc",

@@ -135,6 +135,7 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
         r.check("abc: a column outside z is refused at upload".into(), abc.upload(&m.view()).is_err());
     }
     satisfaction_on_random_vectors(&abc, &gpu, r, &mut rng)?;
+    compact_witness_on_random_vectors(&abc, &gpu, r, &mut rng)?;
     for &rp in sectors {
         real_sector(&abc, &gpu, r, rp)?;
     }
@@ -178,6 +179,54 @@ fn satisfaction_on_random_vectors(
                 got == want && want == planted_first,
             );
         }
+    }
+    Ok(())
+}
+
+/// Compact witnesses expanded on the device == on the host: lengths
+/// around word edges, values 0, 1, r-1 and random, all-bits and all-full,
+/// at an offset into a longer vector whose other elements stay untouched.
+fn compact_witness_on_random_vectors(
+    abc: &GpuAbc,
+    gpu: &std::sync::Arc<Gpu>,
+    r: &mut Report,
+    rng: &mut impl Rng,
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let stream = gpu.stream().map_err(|x| e(&x))?;
+    for (n, full_share) in [(1usize, 0u32), (63, 50), (64, 0), (65, 100), (1000, 3), (70_001, 3), (70_001, 100)] {
+        let values: Vec<Scalar> = (0..n)
+            .map(|_| {
+                if rng.gen_range(0..100) < full_share {
+                    if rng.gen() {
+                        -Scalar::ONE
+                    } else {
+                        Scalar::random(&mut *rng)
+                    }
+                } else if rng.gen() {
+                    Scalar::ONE
+                } else {
+                    Scalar::ZERO
+                }
+            })
+            .collect();
+        let w = c2_abc::CompactWitness::from_scalars(&values);
+        let offset = 7;
+        let sentinel = Scalar::from(12345u64);
+        let mut z = gpu.alloc::<Scalar>(offset + n + 3).map_err(|x| e(&x))?;
+        z.upload_async(0, &vec![sentinel; offset + n + 3], &stream).map_err(|x| e(&x))?;
+        abc.expand_witness(&w, &mut z, offset, &stream).map_err(|x| e(&x))?;
+        let mut back = vec![Scalar::ZERO; offset + n + 3];
+        z.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
+        stream.synchronize().map_err(|x| e(&x))?;
+        let untouched = back[..offset].iter().chain(&back[offset + n..]).all(|x| *x == sentinel);
+        r.check(
+            format!(
+                "compact witness n={n} ({} full values) expanded at offset {offset} on the GPU == host values, neighbours untouched",
+                w.full_value().len()
+            ),
+            back[offset..offset + n] == values[..] && w.expand() == values && untouched,
+        );
     }
     Ok(())
 }
@@ -228,6 +277,30 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     }
     let label = format!("{rp:?}");
     r.check(format!("abc {label} partition 0 ({n} constraints): GPU A·z, B·z, C·z == CPU"), same);
+    // The compact witness (generated compact), expanded on the device into
+    // z's aux part: the same z.
+    let t = Instant::now();
+    let (c_inputs, compact) = instance.synthesize_compact_witness(0).map_err(|x| e(&x))?;
+    let t_compact = t.elapsed();
+    let mut z2 = gpu.alloc::<Scalar>(m.inputs + m.aux).map_err(|x| e(&x))?;
+    z2.upload_async(0, &c_inputs, &stream).map_err(|x| e(&x))?;
+    let t = Instant::now();
+    abc.expand_witness(&compact, &mut z2, m.inputs, &stream).map_err(|x| e(&x))?;
+    let t_expand = t.elapsed();
+    let mut back = vec![Scalar::ZERO; m.aux];
+    z2.download_async(m.inputs, &mut back, &stream).map_err(|x| e(&x))?;
+    stream.synchronize().map_err(|x| e(&x))?;
+    r.check(
+        format!(
+            "compact witness {label} partition 0: {:.1} MB instead of {:.1} MB ({} full values of {}), generated in {t_compact:.2?} (16 threads), uploaded and expanded on the GPU in {t_expand:.2?}: == the full witness",
+            compact.bytes() as f64 / 1e6,
+            aux.len() as f64 * 32e-6,
+            compact.full_value().len(),
+            compact.len()
+        ),
+        c_inputs == inputs && back == aux,
+    );
+    drop((back, z2, compact));
     // The satisfaction check on the device: the real witness satisfies
     // every constraint; one aux value changed breaks one, and the device
     // names the same first constraint as the CPU.

@@ -2,7 +2,7 @@
 
 use bellperson::{Circuit, ConstraintSystem, Index, LinearCombination, SynthesisError, Variable};
 use blstrs::Scalar;
-use c2_core::{Density, Synthesized};
+use c2_core::{CompactWitness, Density, Synthesized};
 use ff::Field;
 
 /// The constraint system behind [`synthesize`]: records assignments, A/B/C
@@ -256,6 +256,76 @@ impl ConstraintSystem<Scalar> for SliceCs<'_> {
         }
         self.len += 1;
         Ok(Variable::new_unchecked(Index::Aux(self.len - 1)))
+    }
+
+    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.inputs.push(f()?);
+        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+    }
+
+    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+    where
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+    {
+    }
+
+    fn push_namespace<NR, N>(&mut self, _: N)
+    where
+        NR: Into<String>,
+        N: FnOnce() -> NR,
+    {
+    }
+
+    fn pop_namespace(&mut self) {}
+
+    fn get_root(&mut self) -> &mut Self::Root {
+        self
+    }
+}
+
+/// A witness-only constraint system that keeps the aux assignments in
+/// compact form ([`CompactWitness`]: 0/1 as bits, other values listed):
+/// what a challenge's native witness generation writes on the GPU path
+/// (~30x fewer bytes than full scalars).
+#[derive(Debug, Default)]
+pub struct CompactCs {
+    /// Public inputs, in allocation order.
+    pub inputs: Vec<Scalar>,
+    /// Aux assignments.
+    pub aux: CompactWitness,
+}
+
+impl crate::native::BitSink for CompactCs {
+    #[inline]
+    fn push_bit(&mut self, bit: bool) {
+        self.aux.push_bit(bit);
+    }
+}
+
+impl ConstraintSystem<Scalar> for CompactCs {
+    type Root = Self;
+
+    fn new() -> Self {
+        Self::default()
+    }
+
+    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+    where
+        F: FnOnce() -> Result<Scalar, SynthesisError>,
+        A: FnOnce() -> AR,
+        AR: Into<String>,
+    {
+        self.aux.push(&f()?);
+        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
     }
 
     fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>

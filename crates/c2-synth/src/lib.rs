@@ -22,10 +22,10 @@ mod matrices;
 mod native;
 mod porep;
 
-pub use c2_core::{Density, Synthesized};
+pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
 pub use check::{check_satisfied, first_unsatisfied};
-pub use cs::{synthesize, AssignmentCs, WitnessCs};
+pub use cs::{synthesize, AssignmentCs, CompactCs, WitnessCs};
 pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, SparseMatrix};
 pub use porep::{instance_from_c1, synthesize_partitions, PorepInstance, StackedInstance, SynthConfig};
 
