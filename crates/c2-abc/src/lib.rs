@@ -149,7 +149,7 @@ pub fn evaluate(m: &MatricesView<'_>, inputs: &[Scalar], aux: &[Scalar]) -> Resu
 /// The satisfaction check on the CPU: the smallest `i < n` with
 /// `a_i · b_i ≠ c_i` (`None`: every constraint holds), where `n` is the
 /// shortest of the three (padding beyond the constraints is not checked).
-/// The oracle for [`GpuAbc::first_unsatisfied`].
+/// The oracle for the GPU check (`GpuAbc::first_unsatisfied`, feature `cuda`).
 pub fn first_unsatisfied(a: &[Scalar], b: &[Scalar], c: &[Scalar]) -> Option<usize> {
     let n = a.len().min(b.len()).min(c.len());
     (0..n).into_par_iter().find_first(|&i| a[i] * b[i] != c[i])
