@@ -247,6 +247,7 @@ fn run_size(
         push("witness only, gadgets", threads, n, tg, same);
         let (witness, tw) = on_threads(threads, || instance.synthesize_witness(k));
         let (inputs, aux) = witness.unwrap_or_else(|e| fail(format!("{size}: {e}")));
+        let aux = c2_synth::CompactWitness::from_scalars(&aux);
         let w = porep_c2::Witness { inputs, aux, matrices: shape.clone() };
         let (got, te) = on_threads(threads, || w.into_synthesized());
         let got = got.unwrap_or_else(|e| fail(format!("{size}: {e}")));

@@ -215,14 +215,16 @@ impl GpuAbc {
     }
 
     /// Expands a compact witness into `z[offset..offset + w.len()]` on the
-    /// device: its bits, indices and values uploaded (`w.bytes()` cross
-    /// PCIe instead of 32 per variable), then the two expansion kernels on
-    /// `stream`; returns when `z` holds the values.
+    /// device: its bits, indices and values uploaded into temporaries from
+    /// `scratch` (`w.bytes()` cross PCIe instead of 32 per variable), then
+    /// the two expansion kernels on `stream`; returns when `z` holds the
+    /// values and the temporaries are free again.
     pub fn expand_witness(
         &self,
         w: &CompactWitness,
         z: &mut DeviceBuffer<Scalar>,
         offset: usize,
+        scratch: &DeviceMemory,
         stream: &Stream,
     ) -> Result<(), AbcError> {
         if offset + w.len() > z.len() {
@@ -235,7 +237,7 @@ impl GpuAbc {
         if w.is_empty() {
             return Ok(());
         }
-        let mut bits = self.memory.alloc::<u64>(w.bits().len().max(1))?;
+        let mut bits = scratch.alloc::<u64>(w.bits().len().max(1))?;
         bits.upload_async(0, w.bits(), stream)?;
         let dst = z.device_ptr() + (offset * std::mem::size_of::<Scalar>()) as u64;
         // c2_witness_bits(z + offset, bits, n)
@@ -244,7 +246,7 @@ impl GpuAbc {
         // holds len.div_ceil(64) words, uploaded on the same stream.
         unsafe { self.witness_bits.launch(stream, Launch::new(grid_for(w.len()), THREADS), args) }?;
         let m = w.full_index().len();
-        let (mut index, mut value) = (self.memory.alloc::<u32>(m.max(1))?, self.memory.alloc::<Scalar>(m.max(1))?);
+        let (mut index, mut value) = (scratch.alloc::<u32>(m.max(1))?, scratch.alloc::<Scalar>(m.max(1))?);
         if m > 0 {
             index.upload_async(0, w.full_index(), stream)?;
             value.upload_async(0, w.full_value(), stream)?;

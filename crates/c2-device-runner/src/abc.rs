@@ -215,7 +215,7 @@ fn compact_witness_on_random_vectors(
         let sentinel = Scalar::from(12345u64);
         let mut z = gpu.alloc::<Scalar>(offset + n + 3).map_err(|x| e(&x))?;
         z.upload_async(0, &vec![sentinel; offset + n + 3], &stream).map_err(|x| e(&x))?;
-        abc.expand_witness(&w, &mut z, offset, &stream).map_err(|x| e(&x))?;
+        abc.expand_witness(&w, &mut z, offset, &DeviceMemory::driver(gpu.clone()), &stream).map_err(|x| e(&x))?;
         let mut back = vec![Scalar::ZERO; offset + n + 3];
         z.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
         stream.synchronize().map_err(|x| e(&x))?;
@@ -285,7 +285,7 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     let mut z2 = gpu.alloc::<Scalar>(m.inputs + m.aux).map_err(|x| e(&x))?;
     z2.upload_async(0, &c_inputs, &stream).map_err(|x| e(&x))?;
     let t = Instant::now();
-    abc.expand_witness(&compact, &mut z2, m.inputs, &stream).map_err(|x| e(&x))?;
+    abc.expand_witness(&compact, &mut z2, m.inputs, &DeviceMemory::driver(gpu.clone()), &stream).map_err(|x| e(&x))?;
     let t_expand = t.elapsed();
     let mut back = vec![Scalar::ZERO; m.aux];
     z2.download_async(m.inputs, &mut back, &stream).map_err(|x| e(&x))?;

@@ -48,6 +48,10 @@ impl PorepInstance for FirstPartitions {
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         self.inner.synthesize_witness(k)
     }
+
+    fn synthesize_compact_witness(&self, k: usize) -> Result<(Vec<Scalar>, c2_synth::CompactWitness), SynthError> {
+        self.inner.synthesize_compact_witness(k)
+    }
     fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
         self.inner.record_matrices()
     }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, Scalar};
-use c2_core::Synthesized;
+use c2_core::{CompactWitness, Synthesized};
 use c2_msm::Msm;
 use c2_ntt::Ntt;
 use c2_sched::{HostPermit, PriorityGate};
@@ -24,8 +24,9 @@ pub enum Partition {
     Synthesized(Synthesized),
     /// The witness only: a, b, c = A·z, B·z, C·z are left to the prover (a
     /// GPU worker computes them on its device from matrices kept there; any
-    /// other prover on the host: [`Partition::into_synthesized`]). 4.2 GB
-    /// per 32 GiB partition instead of 16.7 GB.
+    /// other prover on the host: [`Partition::into_synthesized`]). The aux
+    /// part compact (0/1 values as bits): 77 MB per 32 GiB partition
+    /// instead of 16.7 GB of a, b, c and witness.
     Witness(Witness),
 }
 
@@ -33,8 +34,9 @@ pub enum Partition {
 pub struct Witness {
     /// Public inputs, ONE first.
     pub inputs: Vec<Scalar>,
-    /// Aux assignment.
-    pub aux: Vec<Scalar>,
+    /// Aux assignment, compact (expanded on the device by a GPU worker, on
+    /// the host by [`Witness::into_synthesized`]).
+    pub aux: CompactWitness,
     /// The shape's matrices and densities.
     pub matrices: Arc<crate::config::ShapeMatrices>,
 }
@@ -42,14 +44,15 @@ pub struct Witness {
 impl Witness {
     /// a, b, c on the host (rayon), with the structural densities.
     pub fn into_synthesized(self) -> Result<Synthesized, Error> {
-        let (a, b, c) = c2_abc::evaluate(&self.matrices.matrices.view(), &self.inputs, &self.aux)?;
+        let aux = self.aux.expand();
+        let (a, b, c) = c2_abc::evaluate(&self.matrices.matrices.view(), &self.inputs, &aux)?;
         let (a_aux_density, b_input_density, b_aux_density) = self.matrices.densities.clone();
         Ok(Synthesized {
             a,
             b,
             c,
             input_assignment: self.inputs,
-            aux_assignment: self.aux,
+            aux_assignment: aux,
             a_aux_density,
             b_input_density,
             b_aux_density,

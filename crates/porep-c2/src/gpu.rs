@@ -257,6 +257,9 @@ pub struct GpuProver {
     /// its workers; `None`: recorded as not fitting).
     abc: Arc<GpuAbc>,
     matrices: Arc<DeviceMatrixSets>,
+    /// The MSM arena, idle while a partition's vectors are uploaded: room
+    /// for a compact witness' temporaries (77 MB at 32 GiB).
+    scratch: DeviceMemory,
 }
 
 /// Bytes per staging slot (128 MiB, 2^22 scalars): large enough that
@@ -287,6 +290,7 @@ impl GpuProver {
             release_scratch: true,
             ..config.msm.clone()
         };
+        let scratch = memory.msm.clone();
         let msm = GpuMsm::with_memory(memory.msm, msm_config)?;
         let stream = gpu.stream().map_err(dev)?;
         let stager = Mutex::new(Stager::new(&gpu, STAGING_BYTES).map_err(dev)?);
@@ -307,6 +311,7 @@ impl GpuProver {
             abc_on_device: plan.witness_bytes > 0,
             abc,
             matrices,
+            scratch,
         })
     }
 
@@ -621,9 +626,23 @@ impl PartitionProver for GpuProver {
                 let Witness { inputs, aux, matrices: shape } = w;
                 let [da, dbi, dba] = [&shape.densities.0, &shape.densities.1, &shape.densities.2];
                 check_parameters_for(n, n_in, n_aux, [da, dbi, dba], params)?;
-                // z = (inputs, aux) in one buffer: the columns of A, B, C.
+                // z = (inputs, aux) in one buffer: the columns of A, B, C;
+                // the aux part sent compact and expanded on the device, after
+                // the inputs on the copy stream (temporaries in the idle MSM
+                // arena; where even that has no room, sent as full scalars).
                 stager.upload(&mut d_w, 0, &inputs).map_err(e)?;
-                stager.upload(&mut d_w, n_in, &aux).map_err(e)?;
+                let sent = match self.abc.expand_witness(&aux, &mut d_w, n_in, &self.scratch, stager.stream()) {
+                    Ok(()) => aux.bytes(),
+                    Err(c2_abc::AbcError::Gpu(x)) if x.is_out_of_memory() => {
+                        log::warn!(
+                            "porep-c2: GPU {}: no room to expand the witness ({x}); sent as scalars",
+                            self.name()
+                        );
+                        stager.upload(&mut d_w, n_in, &aux.expand()).map_err(e)?;
+                        n_aux * std::mem::size_of::<Scalar>()
+                    }
+                    Err(x) => return Err(x.into()),
+                };
                 k.aux_up.record(stager.stream()).map_err(e)?;
                 drop((inputs, aux));
                 st.wait(&k.aux_up).map_err(e)?;
@@ -641,7 +660,7 @@ impl PartitionProver for GpuProver {
                 self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
                 self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
                 k.h_done.record(st).map_err(e)?;
-                g.h2d_bytes = ((n_aux + n_in) * std::mem::size_of::<Scalar>()) as u64;
+                g.h2d_bytes = (n_in * std::mem::size_of::<Scalar>() + sent) as u64;
                 Densities::Shape(shape)
             }
         };

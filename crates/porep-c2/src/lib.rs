@@ -43,7 +43,7 @@ mod select;
 
 pub use backend::{Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerGates, Workers};
 pub use c1::{parse_c1_json, read_c1_json};
-pub use c2_core::{Density, Synthesized};
+pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use c2_cuda::{GpuError, OutOfBudget};
 pub use c2_msm::Msm;
 pub use c2_ntt::Ntt;

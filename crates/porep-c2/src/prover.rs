@@ -145,7 +145,7 @@ pub fn prove_instance(
         Ok(match (&config.synthesis, &matrices) {
             (SynthesisPath::Sequential, _) => Partition::Synthesized(instance.synthesize_partition_sequential(k)?),
             (_, Some(m)) => {
-                let (inputs, aux) = instance.synthesize_witness(k)?;
+                let (inputs, aux) = instance.synthesize_compact_witness(k)?;
                 Partition::Witness(Witness { inputs, aux, matrices: m.clone() })
             }
             _ => Partition::Synthesized(instance.synthesize_partition(k)?),
