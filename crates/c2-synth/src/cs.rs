@@ -135,6 +135,64 @@ impl ConstraintSystem<Scalar> for WitnessCs {
     }
 }
 
+/// `ConstraintSystem` for a witness-only system: `$t` has an `inputs`
+/// vector and `push_aux(value) -> index`; constraints are not evaluated
+/// and names are not kept. `new` where `$t: Default`.
+macro_rules! witness_only_constraint_system {
+    ($t:ty $(, $new:ident)?) => {
+        impl ConstraintSystem<Scalar> for $t {
+            type Root = Self;
+
+            $(fn $new() -> Self {
+                Self::default()
+            })?
+
+            fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+            where
+                F: FnOnce() -> Result<Scalar, SynthesisError>,
+                A: FnOnce() -> AR,
+                AR: Into<String>,
+            {
+                let value = f()?;
+                Ok(Variable::new_unchecked(Index::Aux(self.push_aux(value))))
+            }
+
+            fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
+            where
+                F: FnOnce() -> Result<Scalar, SynthesisError>,
+                A: FnOnce() -> AR,
+                AR: Into<String>,
+            {
+                self.inputs.push(f()?);
+                Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
+            }
+
+            fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
+            where
+                A: FnOnce() -> AR,
+                AR: Into<String>,
+                LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+                LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+                LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
+            {
+            }
+
+            fn push_namespace<NR, N>(&mut self, _: N)
+            where
+                NR: Into<String>,
+                N: FnOnce() -> NR,
+            {
+            }
+
+            fn pop_namespace(&mut self) {}
+
+            fn get_root(&mut self) -> &mut Self::Root {
+                self
+            }
+        }
+    };
+}
+
 /// A constraint system that records only the assignments (inputs, aux):
 /// constraints are not evaluated, so synthesis costs only the witness
 /// computation. With the circuit's [`crate::ConstraintMatrices`], a, b, c
@@ -147,56 +205,14 @@ pub struct AssignmentCs {
     pub aux: Vec<Scalar>,
 }
 
-impl ConstraintSystem<Scalar> for AssignmentCs {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs.push(f()?);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+impl AssignmentCs {
+    fn push_aux(&mut self, value: Scalar) -> usize {
+        self.aux.push(value);
+        self.aux.len() - 1
     }
 }
+
+witness_only_constraint_system!(AssignmentCs, new);
 
 /// A witness-only constraint system that writes its aux assignments into a
 /// slice of known length: a challenge's place in its partition's aux
@@ -227,70 +243,27 @@ impl<'a> SliceCs<'a> {
     pub(crate) fn allocated(&self) -> usize {
         self.len
     }
-}
 
-impl crate::native::BitSink for SliceCs<'_> {
-    #[inline]
-    fn push_bit(&mut self, bit: bool) {
-        match self.aux.get_mut(self.len) {
-            Some(slot) => *slot = if bit { Scalar::ONE } else { Scalar::ZERO },
-            None => self.overflow = true,
-        }
-        self.len += 1;
-    }
-}
-
-impl ConstraintSystem<Scalar> for SliceCs<'_> {
-    type Root = Self;
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        let value = f()?;
+    /// Writes the next aux value; past the end of the slice it is dropped
+    /// and the overflow recorded ([`SliceCs::filled`] turns false).
+    fn push_aux(&mut self, value: Scalar) -> usize {
         match self.aux.get_mut(self.len) {
             Some(slot) => *slot = value,
             None => self.overflow = true,
         }
         self.len += 1;
-        Ok(Variable::new_unchecked(Index::Aux(self.len - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs.push(f()?);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+        self.len - 1
     }
 }
+
+impl crate::native::BitSink for SliceCs<'_> {
+    #[inline]
+    fn push_bit(&mut self, bit: bool) {
+        self.push_aux(if bit { Scalar::ONE } else { Scalar::ZERO });
+    }
+}
+
+witness_only_constraint_system!(SliceCs<'_>);
 
 /// A witness-only constraint system that keeps the aux assignments in
 /// compact form ([`CompactWitness`]: 0/1 as bits, other values listed):
@@ -311,56 +284,14 @@ impl crate::native::BitSink for CompactCs {
     }
 }
 
-impl ConstraintSystem<Scalar> for CompactCs {
-    type Root = Self;
-
-    fn new() -> Self {
-        Self::default()
-    }
-
-    fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.aux.push(&f()?);
-        Ok(Variable::new_unchecked(Index::Aux(self.aux.len() - 1)))
-    }
-
-    fn alloc_input<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
-    where
-        F: FnOnce() -> Result<Scalar, SynthesisError>,
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-    {
-        self.inputs.push(f()?);
-        Ok(Variable::new_unchecked(Index::Input(self.inputs.len() - 1)))
-    }
-
-    fn enforce<A, AR, LA, LB, LC>(&mut self, _: A, _: LA, _: LB, _: LC)
-    where
-        A: FnOnce() -> AR,
-        AR: Into<String>,
-        LA: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LB: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-        LC: FnOnce(LinearCombination<Scalar>) -> LinearCombination<Scalar>,
-    {
-    }
-
-    fn push_namespace<NR, N>(&mut self, _: N)
-    where
-        NR: Into<String>,
-        N: FnOnce() -> NR,
-    {
-    }
-
-    fn pop_namespace(&mut self) {}
-
-    fn get_root(&mut self) -> &mut Self::Root {
-        self
+impl CompactCs {
+    fn push_aux(&mut self, value: Scalar) -> usize {
+        self.aux.push(&value);
+        self.aux.len() - 1
     }
 }
+
+witness_only_constraint_system!(CompactCs, new);
 
 impl crate::native::BitSink for AssignmentCs {
     #[inline]
