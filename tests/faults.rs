@@ -242,8 +242,19 @@ fn a_cancelled_proof_is_a_typed_error_and_memory_admission_is_enforced() {
         },
         ..config(Backend::cpu())
     };
-    assert_eq!(prove_instance(&instance, &params, &pairs, &cfg).unwrap().0, clean);
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    assert_eq!(bytes, clean);
     assert_eq!(budget.used(), 0);
+    // Permits are settled to what each synthesized partition holds (a, b, c
+    // and the witness here): the peak is between one partition and all.
+    let held: Vec<usize> = report.partitions.iter().map(|p| p.host_bytes).collect();
+    let one = held.iter().copied().max().unwrap();
+    assert!(one > 0, "every partition reports its host bytes: {held:?}");
+    assert!(
+        (one..=held.iter().sum::<usize>()).contains(&budget.settled_peak()),
+        "settled peak {} against partitions holding {held:?}",
+        budget.settled_peak()
+    );
 }
 
 #[test]

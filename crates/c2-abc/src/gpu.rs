@@ -306,20 +306,8 @@ impl GpuAbc {
         inputs: &[Scalar],
         aux: &[Scalar],
     ) -> Result<Option<usize>, AbcError> {
-        if (inputs.len(), aux.len()) != (m.inputs, m.aux) {
-            return Err(AbcError::WitnessShape {
-                inputs: inputs.len(),
-                aux: aux.len(),
-                want_inputs: m.inputs,
-                want_aux: m.aux,
-            });
-        }
-        let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
+        let (z, _stager) = self.upload_witness(m, inputs, aux)?;
         let stream = self.gpu.stream()?;
-        let mut z = self.memory.alloc::<Scalar>((m.inputs + m.aux).max(1))?;
-        stager.upload(&mut z, 0, inputs)?;
-        stager.upload(&mut z, m.inputs, aux)?;
-        stager.stream().synchronize()?;
         let rows = m.constraints().max(1);
         let mut abc = Vec::with_capacity(3);
         for which in 0..3 {
@@ -330,9 +318,14 @@ impl GpuAbc {
         self.first_unsatisfied_device(&abc[0], &abc[1], &abc[2], m.constraints(), &stream)
     }
 
-    /// Host-level a, b, c (for tests and one-off use): z uploaded, the three
-    /// products, downloaded. `m` from [`GpuAbc::upload`].
-    pub fn evaluate(&self, m: &DeviceMatrices, inputs: &[Scalar], aux: &[Scalar]) -> Result<Abc, AbcError> {
+    /// z = (inputs, aux) checked against `m`'s shape and uploaded (host-level
+    /// entry points), with the stager for any download that follows.
+    fn upload_witness(
+        &self,
+        m: &DeviceMatrices,
+        inputs: &[Scalar],
+        aux: &[Scalar],
+    ) -> Result<(DeviceBuffer<Scalar>, Stager), AbcError> {
         if (inputs.len(), aux.len()) != (m.inputs, m.aux) {
             return Err(AbcError::WitnessShape {
                 inputs: inputs.len(),
@@ -342,11 +335,18 @@ impl GpuAbc {
             });
         }
         let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
-        let stream = self.gpu.stream()?;
         let mut z = self.memory.alloc::<Scalar>((m.inputs + m.aux).max(1))?;
         stager.upload(&mut z, 0, inputs)?;
         stager.upload(&mut z, m.inputs, aux)?;
         stager.stream().synchronize()?;
+        Ok((z, stager))
+    }
+
+    /// Host-level a, b, c (for tests and one-off use): z uploaded, the three
+    /// products, downloaded. `m` from [`GpuAbc::upload`].
+    pub fn evaluate(&self, m: &DeviceMatrices, inputs: &[Scalar], aux: &[Scalar]) -> Result<Abc, AbcError> {
+        let (z, mut stager) = self.upload_witness(m, inputs, aux)?;
+        let stream = self.gpu.stream()?;
         let rows = m.constraints();
         let mut out = self.memory.alloc::<Scalar>(rows.max(1))?;
         let mut result = Vec::with_capacity(3);

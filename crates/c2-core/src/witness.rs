@@ -119,6 +119,20 @@ impl CompactWitness {
         self.full_value.extend_from_slice(&other.full_value);
     }
 
+    /// Room for `len` more variables, `full` of them listed in full, so
+    /// appends do not grow the vectors (a doubling `Vec` would hold up to
+    /// twice the witness while parts are joined).
+    pub fn reserve(&mut self, len: usize, full: usize) {
+        self.bits.reserve((self.len + len).div_ceil(64) + 1 - self.bits.len());
+        self.full_index.reserve(full);
+        self.full_value.reserve(full);
+    }
+
+    /// How many values are listed in full (neither 0 nor 1).
+    pub fn full_count(&self) -> usize {
+        self.full_value.len()
+    }
+
     /// Value of variable `i` (`None` past the end).
     pub fn get(&self, i: usize) -> Option<Scalar> {
         if i >= self.len {
@@ -184,6 +198,21 @@ mod tests {
             joined.append(&CompactWitness::from_scalars(&vb));
             let whole: Vec<Scalar> = va.iter().chain(&vb).copied().collect();
             assert_eq!(joined, CompactWitness::from_scalars(&whole), "{a} + {b}");
+        }
+    }
+
+    #[test]
+    fn reserve_makes_room_for_the_parts_appended() {
+        for (a, parts) in [(0usize, vec![5usize, 64]), (63, vec![2, 130, 1]), (64, vec![64]), (1, vec![])] {
+            let parts: Vec<CompactWitness> = parts.iter().map(|&n| CompactWitness::from_scalars(&values(n))).collect();
+            let mut joined = CompactWitness::from_scalars(&values(a));
+            joined.reserve(parts.iter().map(|p| p.len()).sum(), parts.iter().map(|p| p.full_count()).sum());
+            let caps = (joined.bits.capacity(), joined.full_index.capacity(), joined.full_value.capacity());
+            for p in &parts {
+                joined.append(p);
+            }
+            let after = (joined.bits.capacity(), joined.full_index.capacity(), joined.full_value.capacity());
+            assert_eq!(caps, after, "{a} + {} parts: no growth while appending", parts.len());
         }
     }
 

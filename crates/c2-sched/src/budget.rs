@@ -22,6 +22,9 @@ pub struct HostBudget {
 struct BudgetState {
     used: usize,
     peak: usize,
+    /// Bytes of the settled permits (items that exist), and their peak.
+    settled: usize,
+    settled_peak: usize,
     next_ticket: u64,
     /// Waiting requests: (priority, ticket).
     waiting: Vec<(i32, u64)>,
@@ -38,6 +41,9 @@ pub(crate) fn first_in_line(waiting: &[(i32, u64)], me: (i32, u64)) -> bool {
 pub struct HostPermit {
     budget: Arc<HostBudget>,
     bytes: usize,
+    /// Whether `bytes` is the item's real size ([`HostPermit::settle`]) or
+    /// an estimate made before it existed.
+    settled: bool,
 }
 
 impl HostBudget {
@@ -56,9 +62,17 @@ impl HostBudget {
         self.lock().used
     }
 
-    /// The most bytes ever held at once (host RAM of the items in flight).
+    /// The most bytes ever reserved or held at once (what admission
+    /// bounded: estimates of items being made count in full).
     pub fn peak(&self) -> usize {
         self.lock().peak
+    }
+
+    /// The most bytes ever held at once by settled permits: the measured
+    /// size of the items that existed together (synthesized, queued or
+    /// being proved), estimates left out.
+    pub fn settled_peak(&self) -> usize {
+        self.lock().settled_peak
     }
 
     /// Requests waiting for room now.
@@ -96,7 +110,7 @@ impl HostBudget {
             if st.used + bytes <= self.total && first_in_line(&st.waiting, me) {
                 st.used += bytes;
                 st.peak = st.peak.max(st.used);
-                break Ok(HostPermit { budget: self.clone(), bytes });
+                break Ok(HostPermit { budget: self.clone(), bytes, settled: false });
             }
             if cancel.is_some_and(CancelToken::is_cancelled) {
                 break Err(AdmissionError::Cancelled);
@@ -111,9 +125,40 @@ impl HostBudget {
     }
 }
 
+impl HostPermit {
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Holds `bytes` from now on: the item's real size, known once it
+    /// exists. Less than before returns the difference at once (waiters may
+    /// fit now); more is recorded without waiting, since the memory is in
+    /// use already, and counts toward the peak (so a low estimate shows as
+    /// `peak() > total()` rather than hiding).
+    pub fn settle(&mut self, bytes: usize) {
+        let mut st = self.budget.lock();
+        st.used = st.used - self.bytes + bytes;
+        st.peak = st.peak.max(st.used);
+        st.settled = st.settled - if self.settled { self.bytes } else { 0 } + bytes;
+        st.settled_peak = st.settled_peak.max(st.settled);
+        self.settled = true;
+        drop(st);
+        if bytes < self.bytes {
+            self.budget.freed.notify_all();
+        }
+        self.bytes = bytes;
+    }
+}
+
 impl Drop for HostPermit {
     fn drop(&mut self) {
-        self.budget.lock().used -= self.bytes;
+        let mut st = self.budget.lock();
+        st.used -= self.bytes;
+        if self.settled {
+            st.settled -= self.bytes;
+        }
+        drop(st);
         self.budget.freed.notify_all();
     }
 }

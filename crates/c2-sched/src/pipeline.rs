@@ -187,6 +187,30 @@ impl Pipeline {
         P: Fn(usize) -> Result<I, E> + Sync,
         C: FnMut(usize, I, Option<HostPermit>) -> Result<O, E> + Send,
     {
+        self.run_settled(jobs, cost, produce, |_: &I| None, consumers)
+    }
+
+    /// [`Pipeline::run_with_permits`] where `cost(k)` is an estimate made
+    /// before item k exists and `held(&item)` the bytes it really holds once
+    /// produced: the permit is settled to that figure (returning what was
+    /// reserved in excess, or recording an excess without waiting: the
+    /// memory is in use already), so the budget's `used` and `peak` are what
+    /// the items in flight hold. `None` keeps the estimate.
+    pub fn run_settled<I, O, E, P, C>(
+        &self,
+        jobs: usize,
+        cost: impl Fn(usize) -> usize + Sync,
+        produce: P,
+        held: impl Fn(&I) -> Option<usize> + Sync,
+        consumers: Vec<C>,
+    ) -> Result<PipelineOutput<O>, SchedError<E>>
+    where
+        I: Send,
+        O: Send,
+        E: Send,
+        P: Fn(usize) -> Result<I, E> + Sync,
+        C: FnMut(usize, I, Option<HostPermit>) -> Result<O, E> + Send,
+    {
         if consumers.is_empty() {
             return Err(SchedError::NoConsumer);
         }
@@ -204,7 +228,7 @@ impl Pipeline {
             let mut handles = Vec::new();
             for w in 0..self.config.synthesis_workers.max(1) {
                 let (tx, done_tx) = (tx.clone(), done_tx.clone());
-                let (next, stop, produce, cost, admission) = (&next, &stop, &produce, &cost, &admission);
+                let (next, stop, produce, cost, held, admission) = (&next, &stop, &produce, &cost, &held, &admission);
                 let h = std::thread::Builder::new()
                     .name(format!("c2-sched-synth-{w}"))
                     .spawn_scoped(s, move || loop {
@@ -216,7 +240,7 @@ impl Pipeline {
                             break;
                         }
                         let priority = self.config.priority;
-                        let permit =
+                        let mut permit =
                             match budget.map(|b| b.acquire_with_priority(cost(index), priority, cancel)).transpose() {
                                 Ok(p) => p,
                                 Err(e) => {
@@ -228,6 +252,9 @@ impl Pipeline {
                         let t = Instant::now();
                         match produce(index) {
                             Ok(item) => {
+                                if let (Some(permit), Some(bytes)) = (permit.as_mut(), held(&item)) {
+                                    permit.settle(bytes);
+                                }
                                 let p =
                                     Produced { index, item, produce: t.elapsed(), ready_at: Instant::now(), permit };
                                 if tx.send(p).is_err() {

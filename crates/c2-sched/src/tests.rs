@@ -270,3 +270,47 @@ fn waiting_requests_are_admitted_by_priority_then_arrival() {
     assert_eq!(*order.lock().unwrap(), vec!["high", "mid", "low", "low2"]);
     assert_eq!((budget.used(), budget.waiting(), budget.peak()), (0, 0, 10));
 }
+
+#[test]
+fn settled_permits_hold_what_the_items_hold() {
+    // Reserve 10 per item (an estimate), settle to the item's real size:
+    // 3 for even items, 12 for odd ones (above the estimate). The budget
+    // (20) then admits more than two estimated items at once, and its
+    // peak is the settled bytes, not the estimates.
+    let budget = HostBudget::new(20);
+    let cfg = PipelineConfig {
+        synthesis_workers: 2,
+        queue_depth: 2,
+        host_budget: Some(budget.clone()),
+        ..Default::default()
+    };
+    let size = |k: usize| if k.is_multiple_of(2) { 3 } else { 12 };
+    let consumer = |_k: usize, x: usize, permit: Option<HostPermit>| {
+        assert_eq!(permit.as_ref().map(HostPermit::bytes), Some(size(x)), "item {x}'s permit settled to its size");
+        std::thread::sleep(Duration::from_millis(5));
+        Ok::<_, ()>(x)
+    };
+    let out = Pipeline::new(cfg).run_settled(6, |_| 10, Ok, |&x: &usize| Some(size(x)), vec![consumer]).unwrap();
+    assert_eq!(out.results, (0..6).collect::<Vec<_>>());
+    assert_eq!(budget.used(), 0, "every settled permit returned in full");
+    // Two reserved (10 + 10) is the most admitted at once; settling an odd
+    // item while another is reserved can reach 12 + 10 > 20: recorded.
+    assert!(budget.peak() >= 12, "peak {} counts a settled 12", budget.peak());
+    // One consumer, queue 2, two producers: at most 5 items exist at once.
+    assert!((12..=3 * 12 + 2 * 3).contains(&budget.settled_peak()), "settled peak {}", budget.settled_peak());
+}
+
+#[test]
+fn settle_down_returns_bytes_and_settle_up_counts_in_peak() {
+    let budget = HostBudget::new(10);
+    let mut p = budget.acquire(8, None).unwrap();
+    p.settle(2);
+    assert_eq!((budget.used(), p.bytes()), (2, 2));
+    let q = budget.acquire(8, None).unwrap(); // fits only because p settled down
+    p.settle(6);
+    assert_eq!(budget.used(), 14);
+    assert_eq!(budget.peak(), 14, "an item larger than its estimate shows in the peak");
+    assert_eq!(budget.settled_peak(), 6, "q is an estimate, p holds 6 at most");
+    drop((p, q));
+    assert_eq!(budget.used(), 0);
+}

@@ -389,6 +389,7 @@ impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
             .collect::<Result<Vec<_>, SynthError>>()?;
         let mut inputs = prefix.cs.inputs.clone();
         let mut aux = CompactWitness::from_scalars(&prefix.cs.aux);
+        aux.reserve(parts.iter().map(|p| p.aux.len()).sum(), parts.iter().map(|p| p.aux.full_count()).sum());
         for part in &parts {
             inputs.extend_from_slice(&part.inputs);
             aux.append(&part.aux);

@@ -41,7 +41,9 @@ mod prover;
 mod report;
 mod select;
 
-pub use backend::{Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerGates, Workers};
+pub use backend::{
+    compact_witness_estimate, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerGates, Workers,
+};
 pub use c1::{parse_c1_json, read_c1_json};
 pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use c2_cuda::{GpuError, OutOfBudget};

@@ -1,6 +1,7 @@
 //! The C2 flow: C1 output -> instance -> pipelined synthesis and proving ->
 //! verification -> bytes.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof};
@@ -13,7 +14,7 @@ use filecoin_proofs_api::{ProverId, SectorId};
 use rand::SeedableRng;
 use rand_core::{OsRng, RngCore};
 
-use crate::backend::{Backend, Partition, PartitionJob, Witness};
+use crate::backend::{compact_witness_estimate, Backend, Partition, PartitionJob, Witness};
 use crate::config::{ProverConfig, Randomness, SynthesisPath};
 use crate::error::Error;
 use crate::params::params_key;
@@ -159,7 +160,7 @@ pub fn prove_instance(
         .map(|w| {
             let key = key.as_str();
             move |k: usize, s: Partition, host: Option<HostPermit>| -> Result<_, Error> {
-                let shape = s.shape();
+                let shape = (s.shape(), s.host_bytes());
                 let (r, s_blind) = blinding[k];
                 let job = |partition_data, host| PartitionJob {
                     partition: k,
@@ -194,9 +195,25 @@ pub fn prove_instance(
             }
         })
         .collect();
-    let item_bytes = config.pipeline.item_bytes;
+    // Admission: an estimate before a partition exists (the caller's
+    // `item_bytes`, or the largest partition seen in this run, or the shape's
+    // compact-witness estimate), settled to the partition's real size.
+    let largest_seen = AtomicUsize::new(0);
+    let first_estimate = match (config.pipeline.item_bytes, &matrices) {
+        (0, Some(m)) => compact_witness_estimate(m.matrices.inputs, m.matrices.aux),
+        (explicit, _) => explicit,
+    };
+    let estimate = |_k: usize| match largest_seen.load(Ordering::Relaxed) {
+        0 => first_estimate,
+        seen => seen,
+    };
+    let held = |p: &Partition| {
+        let bytes = p.host_bytes();
+        largest_seen.fetch_max(bytes, Ordering::Relaxed);
+        Some(bytes)
+    };
     let out = Pipeline::new(config.pipeline.clone())
-        .run_with_permits(partitions, |_| item_bytes, synthesize, consumers)
+        .run_settled(partitions, estimate, synthesize, held, consumers)
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
             SchedError::Cancelled => Error::Cancelled,
@@ -206,13 +223,14 @@ pub fn prove_instance(
     report.pipeline = out.wall;
 
     let mut proofs: Vec<Proof<Bls12>> = Vec::with_capacity(partitions);
-    for (k, ((proof, (constraints, aux), steps, retried_after), timing)) in
+    for (k, ((proof, ((constraints, aux), host_bytes), steps, retried_after), timing)) in
         out.results.into_iter().zip(out.timings).enumerate()
     {
         report.partitions.push(PartitionReport {
             partition: k,
             constraints,
             aux,
+            host_bytes,
             synthesis: timing.produce,
             queue_wait: timing.queue_wait,
             prove: timing.consume,

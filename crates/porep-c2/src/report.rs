@@ -12,6 +12,10 @@ pub struct PartitionReport {
     pub constraints: usize,
     /// Aux variables.
     pub aux: usize,
+    /// Host bytes the synthesized partition held until its prover took it
+    /// ([`crate::Partition::host_bytes`]; host-to-device bytes are in
+    /// `steps.gpu`).
+    pub host_bytes: usize,
     /// Synthesis wall time.
     pub synthesis: Duration,
     /// Time the synthesized partition waited for the prover.
@@ -31,9 +35,10 @@ impl PartitionReport {
     pub fn timeline(&self) -> String {
         let p = self;
         let mut line = format!(
-            "partition {:>2}: synth {:.2} s, queue {:.2} s, prove {:.2} s (ntt {:.2}, msm H {:.2} L {:.2} A {:.2} B1 {:.2} B2 {:.2}, assemble {:.3})",
+            "partition {:>2}: synth {:.2} s ({:.2} GB host), queue {:.2} s, prove {:.2} s (ntt {:.2}, msm H {:.2} L {:.2} A {:.2} B1 {:.2} B2 {:.2}, assemble {:.3})",
             p.partition,
             p.synthesis.as_secs_f64(),
+            p.host_bytes as f64 / 1e9,
             p.queue_wait.as_secs_f64(),
             p.prove.as_secs_f64(),
             p.steps.ntt.as_secs_f64(),
