@@ -253,7 +253,7 @@ fn run_size(
         let got = got.unwrap_or_else(|e| fail(format!("{size}: {e}")));
         let same = verdict(&got);
         drop(got);
-        push("witness only, native SHA-256", threads, n, tw, same.clone());
+        push("witness only, native", threads, n, tw, same.clone());
         push("A·z, B·z, C·z (CPU)", threads, n, te, same.clone());
         push("witness + matrices", threads, n, tw + te, same);
     }
@@ -292,7 +292,7 @@ fn run_witness(
             let native = native.unwrap_or_else(|e| fail(format!("{size}: {e}")));
             let same = native == gadgets;
             *all_same &= same;
-            row(&format!("witness only, native SHA-256 ({call})"), tn, if same { "yes" } else { "NO" });
+            row(&format!("witness only, native ({call})"), tn, if same { "yes" } else { "NO" });
         }
         let (compact, tc) = on_threads(threads, || instance.synthesize_compact_witness(k));
         let (c_inputs, compact) = compact.unwrap_or_else(|e| fail(format!("{size}: {e}")));
@@ -305,6 +305,6 @@ fn run_witness(
             compact.full_value().len(),
             compact.len()
         );
-        row("compact witness, native SHA-256", tc, if same { "yes" } else { "NO" });
+        row("compact witness, native", tc, if same { "yes" } else { "NO" });
     }
 }

@@ -261,6 +261,10 @@ impl crate::native::BitSink for SliceCs<'_> {
     fn push_bit(&mut self, bit: bool) {
         self.push_aux(if bit { Scalar::ONE } else { Scalar::ZERO });
     }
+    #[inline]
+    fn push_value(&mut self, value: Scalar) {
+        self.push_aux(value);
+    }
 }
 
 witness_only_constraint_system!(SliceCs<'_>);
@@ -282,6 +286,10 @@ impl crate::native::BitSink for CompactCs {
     fn push_bit(&mut self, bit: bool) {
         self.aux.push_bit(bit);
     }
+    #[inline]
+    fn push_value(&mut self, value: Scalar) {
+        self.push_aux(value);
+    }
 }
 
 impl CompactCs {
@@ -297,6 +305,10 @@ impl crate::native::BitSink for AssignmentCs {
     #[inline]
     fn push_bit(&mut self, bit: bool) {
         self.aux.push(if bit { Scalar::ONE } else { Scalar::ZERO });
+    }
+    #[inline]
+    fn push_value(&mut self, value: Scalar) {
+        self.push_aux(value);
     }
 }
 

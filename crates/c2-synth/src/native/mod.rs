@@ -3,6 +3,7 @@
 //! exactly the values bellperson's gadgets allocate them (checked against
 //! the gadget path, vector for vector).
 
+pub(crate) mod poseidon;
 pub(crate) mod sha256;
 pub(crate) mod stacked;
 

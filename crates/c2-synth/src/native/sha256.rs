@@ -22,6 +22,9 @@ use ff::{Field, PrimeField};
 pub(crate) trait BitSink {
     /// Appends one allocated variable holding `bit`.
     fn push_bit(&mut self, bit: bool);
+    /// Appends one allocated variable holding any field element (the
+    /// Poseidon replay's S-box values).
+    fn push_value(&mut self, value: Scalar);
     /// Appends the low `n` bits of `bits`, least significant first.
     fn push_bits(&mut self, bits: u64, n: u32) {
         for i in 0..n {
@@ -34,6 +37,10 @@ impl BitSink for Vec<Scalar> {
     #[inline]
     fn push_bit(&mut self, bit: bool) {
         self.push(if bit { Scalar::ONE } else { Scalar::ZERO });
+    }
+    #[inline]
+    fn push_value(&mut self, value: Scalar) {
+        self.push(value);
     }
 }
 

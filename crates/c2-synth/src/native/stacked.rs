@@ -1,10 +1,11 @@
 //! The StackedDrg circuit's witness as storage-proofs-porep 19.1 allocates
 //! it (`StackedCircuit::synthesize` and its per-challenge
 //! `Proof::synthesize`), with the SHA-256 parts (the labels and the comm_d
-//! path: 90 % of a challenge's witness time through the gadgets) computed
-//! natively. Every other step calls the very gadget the circuit calls, so
-//! only the two SHA-256 uses are ours; the differential tests compare the
-//! whole aux and input vectors with the gadget path's.
+//! path: 90 % of a challenge's witness time through the gadgets) and the
+//! column hashes (Poseidon of arity 2 or 11) computed natively. Every other
+//! step (the tree C / tree R paths among them) calls the very gadget the
+//! circuit calls; the differential tests compare the whole aux and input
+//! vectors with the gadget path's.
 //!
 //! A challenge reads nothing of the prefix but the values its handles carry,
 //! and a witness-only constraint system never looks a variable up, so each
@@ -20,7 +21,6 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
-use filecoin_hashers::poseidon::PoseidonFunction;
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::DefaultPieceHasher;
 use generic_array::typenum::{U11, U2};
@@ -31,6 +31,7 @@ use storage_proofs_core::merkle::{DiskStore, MerkleProofTrait, MerkleTreeTrait, 
 use storage_proofs_core::util::reverse_bit_numbering;
 use storage_proofs_porep::stacked::{self, StackedCircuit};
 
+use super::poseidon;
 use super::sha256::{packed_digest, sha256};
 use super::Assignments;
 use crate::AssignmentCs;
@@ -106,14 +107,16 @@ pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait, W: Assignments>(
     let mut columns = Vec::new();
     for parent in circuit_proof.drg_parents_proofs.into_iter() {
         let (column, path) = parent.alloc(&mut *cs)?;
-        let hash = column.hash(&mut *cs)?;
+        let rows: Vec<_> = (1..=num_layers).map(|layer| column.get_value(layer).clone()).collect();
+        let hash = column_hash(cs, &rows)?;
         enforce_inclusion::<Tree, W>(cs, path, &prefix.comm_c, &hash)?;
         columns.push(column);
     }
     let drg_parents = columns.len();
     for parent in circuit_proof.exp_parents_proofs.into_iter() {
         let (column, path) = parent.alloc(&mut *cs)?;
-        let hash = column.hash(&mut *cs)?;
+        let rows: Vec<_> = (1..=num_layers).map(|layer| column.get_value(layer).clone()).collect();
+        let hash = column_hash(cs, &rows)?;
         enforce_inclusion::<Tree, W>(cs, path, &prefix.comm_c, &hash)?;
         columns.push(column);
     }
@@ -153,13 +156,28 @@ pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait, W: Assignments>(
     let encoded = encode(&mut *cs, key, &data_leaf)?;
     enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_r_last_path, &prefix.comm_r_last, &encoded)?;
 
-    let column_hash = match labels.len() {
-        2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(&mut *cs, &labels, 0)?,
-        11 => PoseidonFunction::hash_multi_leaf_circuit::<U11, _>(&mut *cs, &labels, 0)?,
+    let own_column = column_hash(cs, &labels)?;
+    enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_c_path, &prefix.comm_c, &own_column)?;
+    Ok(())
+}
+
+/// A column's hash: storage-proofs-porep's `hash_single_column` (parents'
+/// columns) and `PoseidonFunction::hash_multi_leaf_circuit` (the challenged
+/// node's labels), both neptune's legacy Poseidon gadget of arity 2 or 11,
+/// replayed natively ([`poseidon::hash`]); the result allocated last, as the
+/// gadget allocates it.
+fn column_hash<W: Assignments>(
+    cs: &mut W,
+    rows: &[AllocatedNum<Scalar>],
+) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+    let values =
+        rows.iter().map(|r| r.get_value().ok_or(SynthesisError::AssignmentMissing)).collect::<Result<Vec<_>, _>>()?;
+    let hash = match values.len() {
+        2 => poseidon::hash::<U2>(cs, &values),
+        11 => poseidon::hash::<U11>(cs, &values),
         _ => return Err(SynthesisError::Unsatisfiable),
     };
-    enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_c_path, &prefix.comm_c, &column_hash)?;
-    Ok(())
+    AllocatedNum::alloc(&mut *cs, || Ok(hash))
 }
 
 /// storage-proofs-porep's `enforce_inclusion`: the path of `leaf` to `root`
