@@ -128,11 +128,12 @@ pub struct ProverConfig {
     pub check_vanilla_proofs: bool,
     /// Synthesis workers and queue depth in front of the prover. With a
     /// `host_budget`, each partition is admitted on an estimate of its host
-    /// bytes (`item_bytes` when non-zero, else one derived from the shape:
-    /// [`crate::compact_witness_estimate`], then the largest
-    /// partition seen so far) and its permit is settled to what the
-    /// synthesized partition really holds ([`Partition::host_bytes`](crate::Partition::host_bytes)),
-    /// so the budget's peak is the host memory of the partitions in flight.
+    /// bytes (`item_bytes` when non-zero; else twice the largest partition
+    /// seen in the run, or before any, the shape's
+    /// [`crate::compact_witness_estimate`]) and its permit is settled to what
+    /// the synthesized partition really holds
+    /// ([`Partition::host_bytes`](crate::Partition::host_bytes)), so the
+    /// budget's `settled_peak` is the host memory of the partitions in flight.
     pub pipeline: PipelineConfig,
     /// How partitions are synthesized (default: [`SynthesisPath::Auto`]).
     pub synthesis: SynthesisPath,

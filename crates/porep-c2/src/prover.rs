@@ -195,17 +195,18 @@ pub fn prove_instance(
             }
         })
         .collect();
-    // Admission: an estimate before a partition exists (the caller's
-    // `item_bytes`, or the largest partition seen in this run, or the shape's
-    // compact-witness estimate), settled to the partition's real size.
+    // Admission: an estimate before a partition exists, settled to the
+    // partition's real size once it does. The caller's `item_bytes` when
+    // set; else twice the largest partition seen in this run (synthesis
+    // holds the challenges' parts and the joined result at once), or before
+    // any, the shape's compact-witness estimate (slack included).
     let largest_seen = AtomicUsize::new(0);
-    let first_estimate = match (config.pipeline.item_bytes, &matrices) {
-        (0, Some(m)) => compact_witness_estimate(m.matrices.inputs, m.matrices.aux),
+    let explicit = config.pipeline.item_bytes;
+    let shape_estimate = matrices.as_ref().map_or(0, |m| compact_witness_estimate(m.matrices.inputs, m.matrices.aux));
+    let estimate = |_k: usize| match (explicit, largest_seen.load(Ordering::Relaxed)) {
+        (0, 0) => shape_estimate,
+        (0, seen) => 2 * seen,
         (explicit, _) => explicit,
-    };
-    let estimate = |_k: usize| match largest_seen.load(Ordering::Relaxed) {
-        0 => first_estimate,
-        seen => seen,
     };
     let held = |p: &Partition| {
         let bytes = p.host_bytes();
