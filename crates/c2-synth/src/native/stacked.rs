@@ -21,9 +21,10 @@ use bellperson::gadgets::uint32::UInt32;
 use bellperson::{ConstraintSystem, SynthesisError};
 use blstrs::Scalar;
 use ff::Field;
+use filecoin_hashers::poseidon::PoseidonHasher;
 use filecoin_hashers::{HashFunction, Hasher};
 use filecoin_proofs::DefaultPieceHasher;
-use generic_array::typenum::{U11, U2};
+use generic_array::typenum::{U11, U2, U4, U8};
 use storage_proofs_core::gadgets::{
     encode::encode, insertion::insert, por::PoRCircuit, uint64::UInt64, variables::Root,
 };
@@ -37,6 +38,12 @@ use super::Assignments;
 use crate::AssignmentCs;
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
 type VanillaProof<Tree> = stacked::Proof<Tree, DefaultPieceHasher>;
 
 /// The circuit's prefix (replica id and its bits, the commitments,
@@ -104,21 +111,25 @@ pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait, W: Assignments>(
     let data_leaf = AllocatedNum::alloc(&mut *cs, || circuit_proof.data_leaf.ok_or(SynthesisError::AssignmentMissing))?;
     comm_d_inclusion(cs, &proof.comm_d_proofs.as_options(), &data_leaf)?;
 
+    let vanilla_columns = &proof.replica_column_proofs;
     let mut columns = Vec::new();
-    for parent in circuit_proof.drg_parents_proofs.into_iter() {
+    for (parent, vanilla) in circuit_proof.drg_parents_proofs.into_iter().zip(&vanilla_columns.drg_parents) {
         let (column, path) = parent.alloc(&mut *cs)?;
         let rows: Vec<_> = (1..=num_layers).map(|layer| column.get_value(layer).clone()).collect();
         let hash = column_hash(cs, &rows)?;
-        enforce_inclusion::<Tree, W>(cs, path, &prefix.comm_c, &hash)?;
+        inclusion::<Tree, W>(cs, path, || column_path::<Tree>(vanilla), &prefix.comm_c, &hash)?;
         columns.push(column);
     }
     let drg_parents = columns.len();
-    for parent in circuit_proof.exp_parents_proofs.into_iter() {
+    for (parent, vanilla) in circuit_proof.exp_parents_proofs.into_iter().zip(&vanilla_columns.exp_parents) {
         let (column, path) = parent.alloc(&mut *cs)?;
         let rows: Vec<_> = (1..=num_layers).map(|layer| column.get_value(layer).clone()).collect();
         let hash = column_hash(cs, &rows)?;
-        enforce_inclusion::<Tree, W>(cs, path, &prefix.comm_c, &hash)?;
+        inclusion::<Tree, W>(cs, path, || column_path::<Tree>(vanilla), &prefix.comm_c, &hash)?;
         columns.push(column);
+    }
+    if columns.len() != vanilla_columns.drg_parents.len() + vanilla_columns.exp_parents.len() {
+        return Err(SynthesisError::Unsatisfiable);
     }
     let (drg, exp) = columns.split_at(drg_parents);
 
@@ -154,10 +165,12 @@ pub(crate) fn challenge<Tree: 'static + MerkleTreeTrait, W: Assignments>(
 
     let key = labels.last().ok_or(SynthesisError::Unsatisfiable)?;
     let encoded = encode(&mut *cs, key, &data_leaf)?;
-    enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_r_last_path, &prefix.comm_r_last, &encoded)?;
+    let comm_r_last_path = || Ok(proof.comm_r_last_proof.as_options());
+    inclusion::<Tree, W>(cs, circuit_proof.comm_r_last_path, comm_r_last_path, &prefix.comm_r_last, &encoded)?;
 
     let own_column = column_hash(cs, &labels)?;
-    enforce_inclusion::<Tree, W>(cs, circuit_proof.comm_c_path, &prefix.comm_c, &own_column)?;
+    let comm_c_path = || column_path::<Tree>(&vanilla_columns.c_x);
+    inclusion::<Tree, W>(cs, circuit_proof.comm_c_path, comm_c_path, &prefix.comm_c, &own_column)?;
     Ok(())
 }
 
@@ -178,6 +191,90 @@ fn column_hash<W: Assignments>(
         _ => return Err(SynthesisError::Unsatisfiable),
     };
     AllocatedNum::alloc(&mut *cs, || Ok(hash))
+}
+
+/// A Merkle path as `AuthPath::from(proof.as_options())` reads it: per
+/// level, the siblings and the node's index among its parent's children.
+type PathOptions = Vec<(Vec<Option<Scalar>>, Option<usize>)>;
+
+/// The path of `leaf` to `root` in a tree of `Tree`'s shape: natively for
+/// Poseidon trees (tree C and tree R always are; [`poseidon_inclusion`],
+/// from the vanilla proof's path), through the gadget otherwise.
+fn inclusion<Tree: 'static + MerkleTreeTrait, W: Assignments>(
+    cs: &mut W,
+    path: storage_proofs_core::gadgets::por::AuthPath<
+        Tree::Hasher,
+        Tree::Arity,
+        Tree::SubTreeArity,
+        Tree::TopTreeArity,
+    >,
+    vanilla_path: impl FnOnce() -> Result<PathOptions, SynthesisError>,
+    root: &AllocatedNum<Scalar>,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError> {
+    if <Tree::Hasher as Hasher>::name() == PoseidonHasher::name() {
+        poseidon_inclusion(cs, &vanilla_path()?, leaf)
+    } else {
+        enforce_inclusion::<Tree, W>(cs, path, root, leaf)
+    }
+}
+
+/// `PoRCircuit::synthesize` (private, root given) for a Poseidon tree, on
+/// values: per level the index bits and the siblings allocated, the real
+/// `insert` gadget, then the node's hash replayed natively
+/// ([`poseidon::hash`], arity 2, 4 or 8 from the level's sibling count) and
+/// allocated; the index bits packed into inputs. The root comparison is a
+/// constraint and allocates nothing.
+fn poseidon_inclusion<W: Assignments>(
+    cs: &mut W,
+    path: &PathOptions,
+    leaf: &AllocatedNum<Scalar>,
+) -> Result<(), SynthesisError> {
+    let mut cur = leaf.clone();
+    let mut path_bits = Vec::new();
+    for (siblings, index) in path {
+        let arity = siblings.len() + 1;
+        if !arity.is_power_of_two() || arity < 2 {
+            return Err(SynthesisError::Unsatisfiable);
+        }
+        let first_bit = path_bits.len();
+        for i in 0..arity.trailing_zeros() {
+            let bit = AllocatedBit::alloc(&mut *cs, index.map(|x| (x >> i) & 1 == 1))?;
+            path_bits.push(Boolean::from(bit));
+        }
+        let siblings = siblings
+            .iter()
+            .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let inserted = insert(cs, &cur, &path_bits[first_bit..], &siblings)?;
+        let values = inserted
+            .iter()
+            .map(|n| n.get_value().ok_or(SynthesisError::AssignmentMissing))
+            .collect::<Result<Vec<_>, _>>()?;
+        let hash = match arity {
+            2 => poseidon::hash::<U2>(cs, &values),
+            4 => poseidon::hash::<U4>(cs, &values),
+            8 => poseidon::hash::<U8>(cs, &values),
+            _ => return Err(SynthesisError::Unsatisfiable),
+        };
+        cur = AllocatedNum::alloc(&mut *cs, || Ok(hash))?;
+    }
+    multipack::pack_into_inputs(&mut *cs, &path_bits)
+}
+
+/// The Merkle path of a vanilla column proof. storage-proofs-porep keeps
+/// `ColumnProof::inclusion_proof` crate-private and has no getter; the proof
+/// is `Serialize` and its path type `Deserialize`, so the field is read back
+/// through serde (15 small proofs per challenge).
+fn column_path<Tree: MerkleTreeTrait>(column_proof: &impl serde::Serialize) -> Result<PathOptions, SynthesisError> {
+    #[derive(serde::Deserialize)]
+    struct Fields<P> {
+        inclusion_proof: P,
+    }
+    let value = serde_json::to_value(column_proof).map_err(|_| SynthesisError::AssignmentMissing)?;
+    let fields: Fields<TreeProof<Tree>> =
+        serde_json::from_value(value).map_err(|_| SynthesisError::AssignmentMissing)?;
+    Ok(fields.inclusion_proof.as_options())
 }
 
 /// storage-proofs-porep's `enforce_inclusion`: the path of `leaf` to `root`
