@@ -1,10 +1,11 @@
 //! The StackedDrg circuit's witness as storage-proofs-porep 19.1 allocates
 //! it (`StackedCircuit::synthesize` and its per-challenge
 //! `Proof::synthesize`), with the SHA-256 parts (the labels and the comm_d
-//! path: 90 % of a challenge's witness time through the gadgets) and the
-//! column hashes (Poseidon of arity 2 or 11) computed natively. Every other
-//! step (the tree C / tree R paths among them) calls the very gadget the
-//! circuit calls; the differential tests compare the whole aux and input
+//! path: 90 % of a challenge's witness time through the gadgets) and every
+//! Poseidon hash (the columns, arity 2 or 11; the tree C / tree R paths,
+//! arity 8 and the sub/top arities) computed natively. Every other step
+//! (bit decompositions, `insert`, packing, encoding) calls the very gadget
+//! the circuit calls; the differential tests compare the whole aux and input
 //! vectors with the gadget path's.
 //!
 //! A challenge reads nothing of the prefix but the values its handles carry,
