@@ -39,6 +39,13 @@ use super::Assignments;
 use crate::AssignmentCs;
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+/// The circuit's Merkle path of a tree of `Tree`'s shape.
+type TreeAuthPath<Tree> = storage_proofs_core::gadgets::por::AuthPath<
+    <Tree as MerkleTreeTrait>::Hasher,
+    <Tree as MerkleTreeTrait>::Arity,
+    <Tree as MerkleTreeTrait>::SubTreeArity,
+    <Tree as MerkleTreeTrait>::TopTreeArity,
+>;
 type TreeProof<Tree> = storage_proofs_core::merkle::MerkleProof<
     <Tree as MerkleTreeTrait>::Hasher,
     <Tree as MerkleTreeTrait>::Arity,
@@ -203,12 +210,7 @@ type PathOptions = Vec<(Vec<Option<Scalar>>, Option<usize>)>;
 /// from the vanilla proof's path), through the gadget otherwise.
 fn inclusion<Tree: 'static + MerkleTreeTrait, W: Assignments>(
     cs: &mut W,
-    path: storage_proofs_core::gadgets::por::AuthPath<
-        Tree::Hasher,
-        Tree::Arity,
-        Tree::SubTreeArity,
-        Tree::TopTreeArity,
-    >,
+    path: TreeAuthPath<Tree>,
     vanilla_path: impl FnOnce() -> Result<PathOptions, SynthesisError>,
     root: &AllocatedNum<Scalar>,
     leaf: &AllocatedNum<Scalar>,
@@ -282,12 +284,7 @@ fn column_path<Tree: MerkleTreeTrait>(column_proof: &impl serde::Serialize) -> R
 /// in a tree of `Tree`'s shape, through `PoRCircuit` (Poseidon: the gadget).
 fn enforce_inclusion<Tree: 'static + MerkleTreeTrait, W: Assignments>(
     cs: &mut W,
-    path: storage_proofs_core::gadgets::por::AuthPath<
-        Tree::Hasher,
-        Tree::Arity,
-        Tree::SubTreeArity,
-        Tree::TopTreeArity,
-    >,
+    path: TreeAuthPath<Tree>,
     root: &AllocatedNum<Scalar>,
     leaf: &AllocatedNum<Scalar>,
 ) -> Result<(), SynthesisError> {
