@@ -139,8 +139,8 @@ extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* ot
     }                                                                                                \
     extern "C" __global__ void c2_##G##_msm_fixup(const uint32_t* off, uint64_t nbk, uint64_t seg,   \
                                                   ec::xyzz<O>* buckets, const ec::xyzz<O>* head,     \
-                                                  const ec::xyzz<O>* tail) {                         \
-        msm::fixup<O>(off, (uint32_t)nbk, (uint32_t)seg, buckets, head, tail);                       \
+                                                  const ec::xyzz<O>* tail, ec::xyzz<O>* totals) {    \
+        msm::fixup<O>(off, (uint32_t)nbk, (uint32_t)seg, buckets, head, tail, totals);               \
     }                                                                                                \
     extern "C" __global__ void c2_##G##_msm_reduce(const ec::xyzz<O>* buckets, uint64_t wn,          \
                                                    uint64_t nb, uint64_t q, ec::xyzz<O>* out) {      \

@@ -190,23 +190,35 @@ __device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uin
     }
 }
 
-/// Step 6: buckets that cross segment borders (and empty ones).
+/// Step 6: buckets that cross segment borders (and empty ones). With
+/// `totals` (may be null), every bucket of this run is also added into
+/// `totals[b]`: an MSM made of several runs over parts of its bases (streamed
+/// chunks, bounded runs) keeps one set of bucket sums and reduces it once,
+/// instead of reducing every window in every run (measured on the H200 at a
+/// 16 GiB cap: +1.2 s of kernel time per 32 GiB partition in per-run costs).
 template <class O>
 __device__ __forceinline__ void fixup(const uint32_t* off, uint32_t nbk, uint32_t seg,
                                       ec::xyzz<O>* buckets, const ec::xyzz<O>* head,
-                                      const ec::xyzz<O>* tail) {
+                                      const ec::xyzz<O>* tail, ec::xyzz<O>* totals) {
     for (uint64_t b = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; b < nbk;
          b += (uint64_t)gridDim.x * blockDim.x) {
         const uint32_t s = off[b], e = off[b + 1];
         if (s == e) {
-            buckets[b] = ec::infinity<O>();
+            // Nothing in this run: totals[b] keeps what earlier runs added.
+            if (!totals) buckets[b] = ec::infinity<O>();
             continue;
         }
         const uint32_t s0 = s / seg, s1 = (e - 1) / seg;
-        if (s0 == s1) continue;
-        ec::xyzz<O> acc = tail[s0];
-        for (uint32_t k = s0 + 1; k <= s1; k++) acc = ec::add(acc, head[k]);
-        buckets[b] = acc;
+        ec::xyzz<O> acc;
+        if (s0 == s1) {
+            if (!totals) continue;  // accumulate wrote the whole bucket
+            acc = buckets[b];
+        } else {
+            acc = tail[s0];
+            for (uint32_t k = s0 + 1; k <= s1; k++) acc = ec::add(acc, head[k]);
+        }
+        if (totals) totals[b] = ec::add(totals[b], acc);
+        else buckets[b] = acc;
     }
 }
 

@@ -44,7 +44,7 @@ pub use kernel::{CurveId, CurveStep, Kernel, KernelArg, KernelArgs, KernelId, La
 #[cfg(feature = "cuda")]
 pub use memory::{DeviceArena, DeviceBuffer, DeviceMemory};
 #[cfg(feature = "cuda")]
-pub use pinned::{PinnedBuffer, PinnedRange};
+pub use pinned::{PinnedBuffer, PinnedRange, PinnedShared};
 pub use plain::DeviceCopy;
 #[cfg(feature = "cuda")]
 pub use staging::Stager;

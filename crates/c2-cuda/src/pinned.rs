@@ -122,3 +122,62 @@ impl<T> Drop for PinnedBuffer<T> {
         }
     }
 }
+
+/// A shared host vector page-locked with `cuMemHostRegister` (portable: every
+/// context sees it as pinned) for the lifetime of this value, which holds a
+/// clone of the `Arc` so the memory outlives the registration (the fields
+/// drop in order: unregistered first). For vectors that are read-only while
+/// shared and copied to devices again and again, e.g. the parameter vectors
+/// a device too small to keep them resident streams for every partition:
+/// pinned once per process, their copies run at the DMA engine's speed
+/// (55 GB/s on the H200) with no host copy, against ~25 GB/s through the
+/// staging slots (measured at a 16 GiB cap, session 8).
+pub struct PinnedShared<T> {
+    registered: bool,
+    gpu: Arc<Gpu>,
+    data: Arc<Vec<T>>,
+}
+
+impl<T: DeviceCopy> PinnedShared<T> {
+    /// Pins `data` (an empty vector is a no-op).
+    pub fn new(gpu: &Arc<Gpu>, data: Arc<Vec<T>>) -> Result<Self, GpuError> {
+        let bytes = std::mem::size_of_val(data.as_slice());
+        if bytes > 0 {
+            gpu.bind()?;
+            // SAFETY: a live host allocation of `bytes` bytes, kept alive by
+            // `data` until drop() has unregistered it. The driver only
+            // locks the pages (nothing is written through this pointer).
+            check("cuMemHostRegister", unsafe {
+                sys::cuMemHostRegister_v2(data.as_ptr().cast_mut().cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE)
+            })?;
+        }
+        Ok(Self { registered: bytes > 0, gpu: gpu.clone(), data })
+    }
+
+    /// The pinned elements.
+    pub fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The vector pinned (compare with `Arc::ptr_eq` to find a pin).
+    pub fn shared(&self) -> &Arc<Vec<T>> {
+        &self.data
+    }
+
+    /// Bytes pinned.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of_val(self.data.as_slice())
+    }
+}
+
+impl<T> Drop for PinnedShared<T> {
+    fn drop(&mut self) {
+        if self.registered {
+            let _ = self.gpu.bind();
+            // SAFETY: registered in new(); `data` is still alive.
+            unsafe {
+                let _ = sys::cuMemHostUnregister(self.data.as_ptr().cast_mut().cast());
+            }
+        }
+    }
+}

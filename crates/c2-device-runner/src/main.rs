@@ -13,7 +13,8 @@
 //!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
 //!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
 //!         and real CC-sector matrices; record, witness, upload and kernel times)
-//!     [--only real --real-sector 32g --real-partitions 2 [--real-proofs 5 --real-concurrency 2,3]]
+//!     [--only real --real-sector 32g --real-partitions 2 [--real-proofs 5 --real-concurrency 2,3]
+//!      [--real-vram-caps 24,16]]
 //!         (a real CC test sector's first partitions, random parameters of its lengths: witness-only
 //!         path vs circuit path, same bytes, times; then whole-sector proofs, c2-bench style)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
@@ -394,6 +395,8 @@ fn sector_size_or_exit(flag: &str, t: &str) -> RegisteredSealProof {
 }
 
 fn main() {
+    // The library's log lines (plans, pinning, retries) with RUST_LOG=info.
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
     let skip_bench = args.iter().any(|a| a == "--skip-bench");
@@ -449,6 +452,7 @@ fn main() {
         partitions: list("--real-partitions", &[2]).first().copied().unwrap_or(2) as usize,
         proofs: list("--real-proofs", &[0]).first().copied().unwrap_or(0) as usize,
         concurrency: list("--real-concurrency", &[2, 3]).iter().map(|&c| c as usize).collect(),
+        caps: list("--real-vram-caps", &[]).iter().map(|&c| c as usize).collect(),
     };
     // --only partition: the 32 GiB-shaped partition bench alone.
     let run_partition = only.as_deref() == Some("partition");

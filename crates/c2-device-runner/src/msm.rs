@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use c2_cuda::{DeviceBuffer, Gpu, PinnedRange};
+use c2_cuda::{DeviceBuffer, Gpu, PinnedRange, PinnedShared};
 use c2_msm::gpu::{BucketSum, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, ScratchShape, G1, G2};
 use c2_msm::{CpuMsm, Density, Msm};
 use ff::{Field, PrimeField};
@@ -262,6 +262,47 @@ where
     let ms = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = C::gpu(&ms, &all[..mask.count_ones()], &sp, Some(&mask))?;
     r.check(format!("msm {}{tag} n={n} streamed through 393 KB slots + mask", C::PREFIX), got == want_m);
+    // Page-locked bases, copied straight from the registered vector, from
+    // a first base on (as the prover's A and B aux parts stream).
+    let first = 7;
+    let mut with_first = vec![C::Affine::identity(); first];
+    with_first.extend_from_slice(&all[..mask.count_ones()]);
+    let pinned = PinnedShared::new(gpu, Arc::new(with_first)).map_err(|e| e.to_string())?;
+    let d_sp_mont = ms.upload_scalars(&sp).map_err(|e| e.to_string())?;
+    let d_mask_s = ms.upload_density(&mask).map_err(|e| e.to_string())?;
+    let got = ms
+        .msm_pinned_bases::<C>(&pinned, first, DeviceScalars::montgomery(&d_sp_mont), Some(&d_mask_s))
+        .map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} page-locked bases streamed + mask + first base 7", C::PREFIX), got == want_m);
+    drop(pinned);
+    // Runs whose buckets add into one set of totals, with passes of one
+    // window each (1.5 windows' budget), and chunks with no full-width
+    // scalars (all zero / all one) before and between the others.
+    let mut sz = s.clone();
+    for (i, x) in sz.iter_mut().enumerate() {
+        match i {
+            0..4099 => *x = Scalar::ZERO,
+            4099..8198 => *x = Scalar::ONE,
+            12_297..16_396 => *x = if i % 2 == 0 { Scalar::ZERO } else { Scalar::ONE },
+            _ => {}
+        }
+    }
+    let want_z = C::cpu(&all[..n], &sz, None);
+    let cfg = GpuMsmConfig {
+        stream_chunk: 4099,
+        window_bits: Some(12),
+        memory_budget: Some(window * 3 / 2),
+        target_threads: threads,
+        ..base.clone()
+    };
+    let mp = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = C::gpu(&mp, &all[..n], &sz, None)?;
+    r.check(
+        format!("msm {}{tag} n={n} streamed chunks of 4099 (zero / one chunks) + one window per pass", C::PREFIX),
+        got == want_z,
+    );
+    let got = C::gpu(&mc, &all[..n], &sz, None)?;
+    r.check(format!("msm {}{tag} n={n} streamed chunks of 4099, zero / one chunks", C::PREFIX), got == want_z);
 
     // Device API with canonical scalars.
     let canon: Vec<[u64; 4]> = s.iter().map(canonical).collect();

@@ -151,6 +151,15 @@ pub fn split_bytes(run: usize) -> usize {
     run * (std::mem::size_of::<[u64; 4]>() + 2 * std::mem::size_of::<u32>()) + (1 << 16)
 }
 
+/// Device bytes an MSM of several runs (streamed chunks, bounded runs) keeps
+/// beside its passes: the bucket totals of every window, for the widest
+/// window [`plan_windows`] chooses (c = 16: 16 windows of 2^15 buckets,
+/// 100 MB in G1, 201 MB in G2), and one point per run (`runs`).
+pub fn totals_bytes(xyzz_bytes: usize, runs: usize) -> usize {
+    let widest = (2..=16u32).map(|c| (255 / c + 1) as usize * (1usize << (c - 1))).max().unwrap_or(0);
+    (widest + runs) * xyzz_bytes
+}
+
 /// The per-pass budget [`plan_windows`] needs to plan one window of any run
 /// of at most `run` full-width scalars (every run length from `run` down,
 /// halving, since the window width follows the count), with the default
@@ -224,6 +233,20 @@ mod tests {
         // Chain state counts: the batched-affine pass needs more scratch.
         let affine = ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads);
         assert!(pass_bytes(m, 1 << 15, 1, &affine) > pass_bytes(m, 1 << 15, 1, &ScratchShape::xyzz(192, threads)));
+    }
+
+    /// The totals hold every window's buckets at every width the planner
+    /// chooses (runs of one MSM keep the first run's width).
+    #[test]
+    fn totals_hold_every_planned_width() {
+        for xyzz in [192usize, 384] {
+            for log in [0u32, 10, 20, 24, 27] {
+                let p = plan_windows(1 << log, None, BIG, &ScratchShape::xyzz(xyzz, 1 << 17)).unwrap();
+                assert!(p.windows as usize * p.buckets() * xyzz <= totals_bytes(xyzz, 0), "2^{log}");
+            }
+        }
+        assert_eq!(totals_bytes(192, 0), 16 * (1 << 15) * 192);
+        assert_eq!(totals_bytes(384, 10) - totals_bytes(384, 0), 10 * 384);
     }
 
     #[test]

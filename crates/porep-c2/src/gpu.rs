@@ -32,11 +32,12 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
 use c2_abc::{DeviceMatrices, GpuAbc};
 use c2_core::{Density, Synthesized};
-use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, Stager, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
+use crate::pins::{HostPins, PinnedSet};
 use crate::plan::{plan_device, DevicePlan, PartitionShape, SHARED_SLACK};
 
 use crate::backend::{Backend, Partition, PartitionJob, PartitionProver, Witness, Workers};
@@ -75,6 +76,13 @@ pub struct GpuBackendConfig {
     /// budget cannot hold one worker for it is refused at start
     /// ([`Error::DeviceTooSmall`]).
     pub plan_for: PartitionShape,
+    /// Host bytes of streamed parameter vectors the backend may page-lock
+    /// (once per process, for the sets a device cannot keep resident; no
+    /// memory is added: the loaded set's own vectors are registered), so
+    /// their chunks go to the device at the DMA engine's speed instead of
+    /// through the staging slots. 0: always staged. Default 64 GiB (one
+    /// 32 GiB sector's 47.5 GB set and the small sizes').
+    pub pin_streamed_params: usize,
 }
 
 impl Default for GpuBackendConfig {
@@ -86,6 +94,7 @@ impl Default for GpuBackendConfig {
             msm: GpuMsmConfig::default(),
             vram: VramConfig::default(),
             plan_for: PartitionShape::for_sector_size(32 << 30).expect("32 GiB is a registered size"),
+            pin_streamed_params: 64 << 30,
         }
     }
 }
@@ -106,6 +115,8 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     let mut names = Vec::new();
     let wanted = config.workers_per_device.max(1);
     let shape = &config.plan_for;
+    // One registry for every device: registrations are portable.
+    let pins = Arc::new(HostPins::new(config.pin_streamed_params));
     for &d in &ordinals {
         let gpu = Gpu::open(d).map_err(backend_err)?;
         let pool = VramPool::new(&gpu, &config.vram).map_err(backend_err)?;
@@ -138,6 +149,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
             epoch: device_epoch(&gpu).map_err(backend_err)?,
             abc: Arc::new(GpuAbc::with_memory(pool.memory())?),
             matrices: Arc::default(),
+            pins: pins.clone(),
         };
         for (w, (vectors, msm)) in arenas.iter().enumerate() {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
@@ -188,6 +200,8 @@ pub struct DeviceShared {
     pub abc: Arc<GpuAbc>,
     /// The matrices on the device, by parameter id (`None`: they did not fit).
     pub matrices: Arc<DeviceMatrixSets>,
+    /// Page-locked streamed parameter vectors (shared by every device).
+    pub pins: Arc<HostPins>,
 }
 
 /// A worker's two arenas (carved from its device's pool): the partition's
@@ -257,6 +271,8 @@ pub struct GpuProver {
     /// its workers; `None`: recorded as not fitting).
     abc: Arc<GpuAbc>,
     matrices: Arc<DeviceMatrixSets>,
+    /// Page-locked parameter vectors for the MSMs that stream them.
+    pins: Arc<HostPins>,
     /// The MSM arena, idle while a partition's vectors are uploaded: room
     /// for a compact witness' temporaries (77 MB at 32 GiB).
     scratch: DeviceMemory,
@@ -279,7 +295,7 @@ impl GpuProver {
         plan: &DevicePlan,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
-        let DeviceShared { ntt, srs, epoch, abc, matrices } = shared;
+        let DeviceShared { ntt, srs, epoch, abc, matrices, pins } = shared;
         let gpu = memory.vectors.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig {
@@ -311,6 +327,7 @@ impl GpuProver {
             abc_on_device: plan.witness_bytes > 0,
             abc,
             matrices,
+            pins,
             scratch,
         })
     }
@@ -365,6 +382,7 @@ impl Drop for SettleOnError<'_> {
 #[derive(Clone, Copy)]
 enum Bases<'a, A> {
     Device(&'a DeviceBuffer<A>),
+    Pinned(&'a PinnedShared<A>),
     Host(&'a [A]),
 }
 
@@ -377,6 +395,8 @@ struct DeviceMsms<'a> {
     prover: &'a GpuProver,
     params: &'a Parameters<Bls12>,
     srs: Option<&'a ResidentSrs>,
+    /// The streamed vectors that are page-locked.
+    pins: Option<&'a PinnedSet>,
     /// H's coefficients; `None` once the H MSM is done.
     h: Option<DeviceBuffer<Scalar>>,
     /// m - 1: the H MSM's length.
@@ -410,14 +430,20 @@ impl<'a> DeviceMsms<'a> {
         let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
         let msm = &self.prover.msm;
         let mut streamed = 0;
+        // Every base the scalars reach crosses PCIe once.
+        let mut sent = |len: usize| {
+            let used = mask.map_or(scalars.len(), |m| m.count_ones()).min(len.saturating_sub(step.first_base));
+            streamed = (used * std::mem::size_of::<C::Affine>()) as u64;
+        };
         let p = match bases {
             Bases::Device(b) => msm.msm_device_from::<C>(b, step.first_base, scalars, mask)?,
+            Bases::Pinned(p) => {
+                sent(p.as_slice().len());
+                msm.msm_pinned_bases::<C>(p, step.first_base, scalars, mask)?
+            }
             Bases::Host(h) => {
-                let h = h.get(step.first_base..).unwrap_or(&[]);
-                // Every base the scalars reach crosses PCIe once.
-                let used = mask.map_or(scalars.len(), |m| m.count_ones()).min(h.len());
-                streamed = (used * std::mem::size_of::<C::Affine>()) as u64;
-                msm.msm_host_bases::<C>(h, scalars, mask)?
+                sent(h.len());
+                msm.msm_host_bases::<C>(h.get(step.first_base..).unwrap_or(&[]), scalars, mask)?
             }
         };
         self.times.h2d_bytes += streamed;
@@ -425,19 +451,29 @@ impl<'a> DeviceMsms<'a> {
     }
 }
 
-/// The resident copy when there is one, else the host vector.
-fn bases<'a, A>(device: Option<&'a DeviceBuffer<A>>, host: &'a [A]) -> Bases<'a, A> {
-    device.map_or(Bases::Host(host), Bases::Device)
+/// The resident copy when there is one, else the page-locked host vector,
+/// else the host vector.
+fn bases<'a, A>(
+    device: Option<&'a DeviceBuffer<A>>,
+    pinned: Option<&'a PinnedShared<A>>,
+    host: &'a [A],
+) -> Bases<'a, A> {
+    match (device, pinned) {
+        (Some(d), _) => Bases::Device(d),
+        (None, Some(p)) => Bases::Pinned(p),
+        (None, None) => Bases::Host(host),
+    }
 }
 
 impl PartitionMsms for DeviceMsms<'_> {
     fn g1(&mut self, query: G1Query, step: MsmStep) -> Result<G1Projective, Error> {
         let (p, srs) = (self.params, self.srs);
+        let pinned = self.pins.and_then(|x| x.g1(query));
         let b = match query {
-            G1Query::H => bases(srs.and_then(|x| x.h.as_ref()), &p.h),
-            G1Query::L => bases(srs.and_then(|x| x.l.as_ref()), &p.l),
-            G1Query::A => bases(srs.and_then(|x| x.a.as_ref()), &p.a),
-            G1Query::BG1 => bases(srs.and_then(|x| x.b_g1.as_ref()), &p.b_g1),
+            G1Query::H => bases(srs.and_then(|x| x.h.as_ref()), pinned, &p.h),
+            G1Query::L => bases(srs.and_then(|x| x.l.as_ref()), pinned, &p.l),
+            G1Query::A => bases(srs.and_then(|x| x.a.as_ref()), pinned, &p.a),
+            G1Query::BG1 => bases(srs.and_then(|x| x.b_g1.as_ref()), pinned, &p.b_g1),
         };
         let (sum, ms) = self.run::<G1>(b, step)?;
         let t = &mut *self.times;
@@ -451,7 +487,7 @@ impl PartitionMsms for DeviceMsms<'_> {
     }
 
     fn g2(&mut self, step: MsmStep) -> Result<G2Projective, Error> {
-        let b = bases(self.srs.and_then(|x| x.b_g2.as_ref()), &self.params.b_g2);
+        let b = bases(self.srs.and_then(|x| x.b_g2.as_ref()), self.pins.and_then(|x| x.g2()), &self.params.b_g2);
         let (sum, ms) = self.run::<G2>(b, step)?;
         self.times.msm_b_g2_ms += ms;
         Ok(sum)
@@ -540,6 +576,16 @@ impl PartitionProver for GpuProver {
         // else None and the MSMs stream them.
         let srs = timed(&mut g.params, || self.resident_params(params, params_key))?;
         g.params_resident = srs.as_ref().is_some_and(|x| x.is_complete());
+        // The vectors streamed, page-locked once per process where the
+        // bound allows (else staged: slower, still correct).
+        let streamed = srs
+            .as_deref()
+            .map_or([true; 5], |x| [x.h.is_none(), x.l.is_none(), x.a.is_none(), x.b_g1.is_none(), x.b_g2.is_none()]);
+        let pins = timed(&mut g.params, || self.pins.get(&self.gpu, params, streamed)).unwrap_or_else(|e| {
+            log::warn!("porep-c2: GPU {}: page-locking streamed parameters failed ({e}); staging them", self.device);
+            None
+        });
+        g.pinned_param_bytes = pins.as_ref().map_or(0, |p| p.bytes() as u64);
 
         let input = match partition_data {
             Partition::Witness(w) => match self.device_matrices(&w.matrices)? {
@@ -706,6 +752,7 @@ impl PartitionProver for GpuProver {
             prover: self,
             params,
             srs: srs.as_deref(),
+            pins: pins.as_deref(),
             h: Some(d_a),
             h_len: m - 1,
             inputs,

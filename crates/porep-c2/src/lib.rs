@@ -36,6 +36,8 @@ pub mod gpu;
 mod groth16;
 mod params;
 mod params_cache;
+#[cfg(feature = "cuda")]
+pub mod pins;
 pub mod plan;
 mod prover;
 mod report;

@@ -31,7 +31,7 @@
 //! by 1.2 s each, while streaming a 12.5 GB vector through the staging path
 //! costs ~0.5 s (~25 GB/s).
 
-use c2_msm::plan::{full_pass_budget, min_pass_budget, split_bytes};
+use c2_msm::plan::{full_pass_budget, min_pass_budget, split_bytes, totals_bytes};
 
 /// Bytes of one scalar (Fr) and of one affine G1 / G2 point on the device.
 const SCALAR: usize = 32;
@@ -335,9 +335,13 @@ impl MsmTier {
     /// in bytes: whatever the plan keeps resident, the device's parameter
     /// cache may hold another set when a partition comes, or residency is
     /// off, and then its bases stream), the split of the longest run, the
-    /// pass, the masks and slack.
+    /// pass, the bucket totals of an MSM of several runs (G2's, the
+    /// larger), the masks and slack.
     fn arena(&self, shape: &PartitionShape, pass: usize) -> usize {
-        2 * self.slot + split_bytes(self.runs(shape).0) + pass + shape.mask_bytes() + MSM_SLACK
+        let (g1, g2) = self.runs(shape);
+        let longest = shape.bases.iter().copied().max().unwrap_or(0);
+        let totals = totals_bytes(G2_XYZZ, longest.div_ceil(g1.min(g2).max(1)));
+        2 * self.slot + split_bytes(g1) + pass + totals + shape.mask_bytes() + MSM_SLACK
     }
 }
 

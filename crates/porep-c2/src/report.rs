@@ -146,6 +146,9 @@ pub struct GpuTimes {
     /// inputs and masks, plus every streamed parameter base its scalars
     /// reach (zero once the parameters are resident).
     pub h2d_bytes: u64,
+    /// Bytes of the streamed parameter vectors that were page-locked (read
+    /// by the DMA engine directly; the rest went through the staging slots).
+    pub pinned_param_bytes: u64,
     /// compute_h kernels (with a, b, c's products when they ran on the
     /// device: `abc_ms` of them).
     pub ntt_ms: f32,

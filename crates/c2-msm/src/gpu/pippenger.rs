@@ -13,7 +13,7 @@ use crate::MsmError;
 use super::curve::GpuCurve;
 use super::inputs::{DeviceDensity, DeviceScalars};
 use super::instance::{gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, SUM_GROUP};
-use super::scratch::Scratch;
+use super::scratch::{Scratch, Slot};
 use crate::config::BucketSum;
 use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 
@@ -61,6 +61,17 @@ pub(super) struct BaseRange {
     pub(super) hi: usize,
 }
 
+/// Where a window pass leaves its windows.
+#[derive(Clone, Copy)]
+enum Target {
+    /// Reduced: the window points at this address (XYZZ, window w0 first).
+    Windows(u64),
+    /// Unreduced: every bucket added into the MSM's bucket totals at this
+    /// address (all windows, window 0 first), reduced once by
+    /// [`GpuMsm::finish`].
+    Totals(u64),
+}
+
 /// The full-width scalars of one run after the split, and what every
 /// window pass needs of the run.
 struct Others<'a> {
@@ -74,23 +85,89 @@ struct Others<'a> {
     plan: WindowPlan,
     bucket_sum: BucketSum,
     shape: ScratchShape,
-    /// Device address of the final points: [ones, window 0, window 1, ...].
-    finals: u64,
+    target: Target,
+}
+
+/// One MSM made of runs over parts of its bases (streamed chunks, bounded
+/// runs over resident bases), begun by [`GpuMsm::begin`], fed by
+/// [`GpuMsm::run_part`], ended by [`GpuMsm::finish`]. Every run leaves the
+/// sum of its ones in a slot of its own; the full-width scalars of all runs
+/// share one window width and add their buckets into one set of bucket
+/// totals, reduced once at the end. Measured on the H200 (session 8, 16 GiB
+/// cap): reducing every window in every run cost +1.2 s of kernel time per
+/// 32 GiB partition. Where the totals do not fit (or for a single run),
+/// each run reduces its own windows.
+pub(super) struct RunSum<C: GpuCurve> {
+    /// Runs planned, and begun so far.
+    runs: usize,
+    done: usize,
+    /// The window plan of the first run with full-width scalars (the later
+    /// runs keep its width c; their passes follow their own counts).
+    plan: Option<WindowPlan>,
+    /// Buckets of all runs in `scratch.totals` (else each run reduced its
+    /// own windows).
+    accumulated: bool,
+    /// The windows of a single run, reduced, wait in `scratch.finals`.
+    pending_windows: bool,
+    /// Windows of runs that reduced their own.
+    partial: C::Projective,
+    /// Stage events of the runs, read once the stream has passed them.
+    clocks: Vec<StageClock>,
 }
 
 impl GpuMsm {
-    /// One Pippenger over the bases `range.lo..range.hi` (at `range.ptr`).
-    pub(super) fn run<C: GpuCurve>(
+    /// Starts an MSM of `runs` runs: one zeroed (infinity) ones point per run.
+    pub(super) fn begin<C: GpuCurve>(
+        &self,
+        streams: &Streams,
+        scratch: &mut Scratch,
+        runs: usize,
+    ) -> Result<RunSum<C>, MsmError> {
+        let s = &streams.compute;
+        let xw = std::mem::size_of::<C::Xyzz>() / 8;
+        let runs = runs.max(1);
+        // XYZZ infinity has ZZ = 0; all-zero bytes are one.
+        scratch
+            .ones_parts
+            .get((&self.memory, s), runs * xw)
+            .map_err(gpu_err)?
+            .zero_async(0, runs * xw, s)
+            .map_err(gpu_err)?;
+        Ok(RunSum {
+            runs,
+            done: 0,
+            plan: None,
+            accumulated: false,
+            pending_windows: false,
+            partial: C::Projective::identity(),
+            clocks: Vec::new(),
+        })
+    }
+
+    /// One run of `sum` over the bases `range.lo..range.hi` (at `range.ptr`):
+    /// the split, the ones' sum, and the full-width scalars' windows (into the
+    /// MSM's bucket totals, or reduced). Queued on the compute stream; later
+    /// runs may reuse this run's scratch (same stream, in order).
+    pub(super) fn run_part<C: GpuCurve>(
         &self,
         streams: &Streams,
         scratch: &mut Scratch,
         range: &BaseRange,
         scalars: DeviceScalars<'_>,
         mask: Option<&DeviceDensity>,
-    ) -> Result<C::Projective, MsmError> {
+        sum: &mut RunSum<C>,
+    ) -> Result<(), MsmError> {
         let n = scalars.len();
+        let slot = sum.done;
+        sum.done += 1;
+        if slot >= sum.runs {
+            return Err(MsmError::Backend {
+                backend: "cuda",
+                message: format!("run {slot} of an MSM of {} runs", sum.runs),
+            });
+        }
         if n == 0 || range.hi <= range.lo {
-            return Ok(C::Projective::identity());
+            return Ok(());
         }
         let s = &streams.compute;
         let g = (&self.memory, s);
@@ -137,17 +214,7 @@ impl GpuMsm {
         s.synchronize().map_err(e)?;
         let (m, ones) = (count[0] as usize, count[1] as usize);
 
-        let bucket_sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
-        let shape = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads);
-        // Final points (affine on the host): [ones, window 0, window 1, ...].
-        let plan = match m {
-            0 => None,
-            _ => Some(plan_windows(m, self.config.window_bits, self.budget()?, &shape)?),
-        };
-        let windows = plan.map_or(0, |p| p.windows as usize);
-        let finals = scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr();
-
-        // 2. Ones: tree sums of gathered bases.
+        // 2. Ones: tree sums of gathered bases, into this run's slot.
         if ones > 0 {
             let group = (ones / self.config.target_threads).max(SUM_GROUP);
             let partial = ones.div_ceil(group);
@@ -161,67 +228,149 @@ impl GpuMsm {
                 )
             }
             .map_err(e)?;
-            self.tree_sum::<C>(s, scratch, out, partial, 1, finals)?;
-        } else {
-            // XYZZ infinity has ZZ = 0; all-zero bytes are one.
-            let f = scratch.finals.buf.as_mut().expect("allocated above");
-            f.zero_async(0, xw, s).map_err(e)?;
+            let dst = scratch.ones_parts.buf.as_ref().expect("allocated by begin").device_ptr() + (slot * xyzz) as u64;
+            self.tree_sum::<C>(s, scratch, out, partial, 1, dst)?;
         }
-
         clock.mark("ones", s)?;
+
         // 3. Others: Pippenger, `per_pass` windows at a time.
-        if let Some(plan) = plan {
-            let sorted = Others { range, others, others_base, m, plan, bucket_sum, shape, finals };
+        if m > 0 {
+            let bucket_sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
+            let shape = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads);
+            let plan = match sum.plan {
+                Some(first) => plan_windows(m, Some(first.c), self.budget()?, &shape)?,
+                None => {
+                    let p = plan_windows(m, self.config.window_bits, self.budget()?, &shape)?;
+                    sum.plan = Some(p);
+                    if sum.runs > 1 {
+                        let words = p.windows as usize * p.buckets() * xw;
+                        match scratch.totals.get(g, words) {
+                            Ok(t) => {
+                                t.zero_async(0, words, s).map_err(e)?;
+                                sum.accumulated = true;
+                            }
+                            // No room beside the passes: each run reduces its own.
+                            Err(err) if err.is_out_of_memory() => scratch.totals = Slot::new(),
+                            Err(err) => return Err(e(err)),
+                        }
+                    }
+                    // The totals took device memory: plan the passes again.
+                    if sum.accumulated {
+                        plan_windows(m, Some(p.c), self.budget()?, &shape)?
+                    } else {
+                        p
+                    }
+                }
+            };
+            let windows = plan.windows as usize;
+            let target = if sum.accumulated {
+                Target::Totals(scratch.totals.buf.as_ref().expect("allocated above").device_ptr())
+            } else {
+                Target::Windows(scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr() + xyzz as u64)
+            };
+            let sorted = Others { range, others, others_base, m, plan, bucket_sum, shape, target };
             let mut w0 = 0u32;
             while w0 < plan.windows {
                 let wn = plan.per_pass.min(plan.windows - w0);
                 self.window_pass::<C>(streams, scratch, &sorted, w0, wn, &mut clock)?;
                 w0 += wn;
             }
+            if !sum.accumulated {
+                if sum.runs == 1 {
+                    sum.pending_windows = true;
+                } else {
+                    let finals = scratch.finals.buf.as_ref().expect("allocated above").device_ptr();
+                    let points = self.collect::<C>(s, scratch, finals + xyzz as u64, windows, &mut clock)?;
+                    sum.partial += combine_windows::<C>(&points, plan.c);
+                }
+            }
         }
+        sum.clocks.push(clock);
+        Ok(())
+    }
 
-        // 4. Affine on the GPU, combine on the host.
-        let points = 1 + windows;
-        let aff = scratch.affine.get::<C::Affine>(g, points).map_err(e)?;
+    /// Ends `sum`: the ones' points summed, the bucket totals reduced (or the
+    /// single run's windows), converted to affine on the GPU and combined on
+    /// the host.
+    pub(super) fn finish<C: GpuCurve>(
+        &self,
+        streams: &Streams,
+        scratch: &mut Scratch,
+        sum: RunSum<C>,
+    ) -> Result<C::Projective, MsmError> {
+        let s = &streams.compute;
+        let g = (&self.memory, s);
+        let e = gpu_err;
+        let xyzz = std::mem::size_of::<C::Xyzz>();
+        let xw = xyzz / 8;
+        let mut clock = StageClock::new(&self.gpu, self.config.stage_timing, s)?;
+        let plan = sum.plan.filter(|_| sum.accumulated || sum.pending_windows);
+        let windows = plan.map_or(0, |p| p.windows as usize);
+        // Final points: [ones, window 0, window 1, ...] (a single run's
+        // windows are in place already).
+        let finals = scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr();
+        let ones = scratch.ones_parts.buf.as_ref().expect("allocated by begin").device_ptr();
+        self.tree_sum::<C>(s, scratch, ones, sum.runs, 1, finals)?;
+        if let (Some(p), true) = (plan, sum.accumulated) {
+            let totals = scratch.totals.buf.as_ref().expect("allocated by run_part").device_ptr();
+            self.reduce_windows::<C>(s, scratch, totals, p.windows, p.buckets(), finals + xyzz as u64, &mut clock)?;
+        }
+        let points = self.collect::<C>(s, scratch, finals, 1 + windows, &mut clock)?;
+        // The stream has passed every event now.
+        for c in sum.clocks.iter().chain([&clock]) {
+            self.add_stage_times(c)?;
+        }
+        let windows_sum = plan.map_or(C::Projective::identity(), |p| combine_windows::<C>(&points[1..], p.c));
+        Ok(windows_sum + points[0].to_curve() + sum.partial)
+    }
+
+    /// `points` XYZZ points at `src`, in affine on the host (converted on
+    /// the GPU; waits for the stream).
+    fn collect<C: GpuCurve>(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        src: u64,
+        points: usize,
+        clock: &mut StageClock,
+    ) -> Result<Vec<C::Affine>, MsmError> {
+        let kc = self.curve::<C>();
+        let aff = scratch.affine.get::<C::Affine>((&self.memory, s), points).map_err(gpu_err)?;
         // SAFETY: points XYZZ in, as many affine out.
         unsafe {
             kc.to_affine.launch(
                 s,
                 Launch::new(grid(points, CURVE_THREADS), CURVE_THREADS),
-                (finals, points as u64, aff.device_ptr()),
+                (src, points as u64, aff.device_ptr()),
             )
         }
-        .map_err(e)?;
+        .map_err(gpu_err)?;
         let mut host = vec![C::Affine::identity(); points];
         clock.mark("affine", s)?;
-        aff.download_async(0, &mut host, s).map_err(e)?;
-        s.synchronize().map_err(e)?;
-        if self.config.stage_timing {
-            // Runs of one MSM (chunks, bounded runs) add up; the MSM's entry
-            // point cleared the totals.
-            let mut stages = self.stages.lock().map_err(|_| poisoned())?;
-            for (name, ms) in clock.totals()? {
-                match stages.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, t)) => *t += ms,
-                    None => stages.push((name, ms)),
-                }
+        aff.download_async(0, &mut host, s).map_err(gpu_err)?;
+        s.synchronize().map_err(gpu_err)?;
+        Ok(host)
+    }
+
+    /// Adds a run's stage times to the MSM's (`config.stage_timing`; the
+    /// MSM's entry point cleared them; the events are complete).
+    fn add_stage_times(&self, clock: &StageClock) -> Result<(), MsmError> {
+        if !self.config.stage_timing {
+            return Ok(());
+        }
+        let mut stages = self.stages.lock().map_err(|_| poisoned())?;
+        for (name, ms) in clock.totals()? {
+            match stages.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, t)) => *t += ms,
+                None => stages.push((name, ms)),
             }
         }
-        let mut acc = C::Projective::identity();
-        if let Some(plan) = plan {
-            for w in (0..windows).rev() {
-                for _ in 0..plan.c {
-                    acc = acc.double();
-                }
-                acc += host[1 + w].to_curve();
-            }
-        }
-        Ok(acc + host[0].to_curve())
+        Ok(())
     }
 
     /// Windows `w0..w0 + wn` of the full-width scalars: counting sort by
-    /// bucket, bucket sums, fix-up, running sums, and the window points into
-    /// `finals` (after the ones' point).
+    /// bucket, bucket sums, fix-up, and either the running sums and window
+    /// points (into the target's) or the buckets added into the totals.
     fn window_pass<C: GpuCurve>(
         &self,
         streams: &Streams,
@@ -237,7 +386,7 @@ impl GpuMsm {
         let xyzz = std::mem::size_of::<C::Xyzz>();
         let xw = xyzz / 8;
         let kc = self.curve::<C>();
-        let Others { range, others, others_base, m, plan, bucket_sum, shape, finals } = *o;
+        let Others { range, others, others_base, m, plan, bucket_sum, shape, target } = *o;
         let nb = plan.buckets();
         let nbk = wn as usize * nb;
         let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
@@ -331,22 +480,49 @@ impl GpuMsm {
             }
         }
         clock.mark("accumulate", s)?;
-        // SAFETY: reads off[..=nbk] and the partials accumulate wrote.
+        // Into the totals: this pass's windows start at bucket w0 * nb.
+        let totals = match target {
+            Target::Totals(t) => t + (w0 as usize * nb * xyzz) as u64,
+            Target::Windows(_) => 0,
+        };
+        // SAFETY: reads off[..=nbk] and the partials accumulate wrote;
+        // writes nbk buckets (or totals) from the pass's first.
         unsafe {
             kc.fixup.launch(
                 s,
                 Launch::new(grid(nbk, CURVE_THREADS), CURVE_THREADS),
-                (counts_ptr, nbk as u64, seg as u64, buckets, head, tail),
+                (counts_ptr, nbk as u64, seg as u64, buckets, head, tail, totals),
             )
         }
         .map_err(e)?;
 
         clock.mark("fixup", s)?;
-        // Running sums over chunks of q buckets per window.
+        if let Target::Windows(dst) = target {
+            self.reduce_windows::<C>(s, scratch, buckets, wn, nb, dst + (w0 as usize * xyzz) as u64, clock)?;
+        }
+        Ok(())
+    }
+
+    /// The window points of `wn` windows of `nb` buckets at `buckets` into
+    /// `dst`: running sums over chunks of q buckets per window, then the
+    /// chunks' tree sums.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce_windows<C: GpuCurve>(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        buckets: u64,
+        wn: u32,
+        nb: usize,
+        dst: u64,
+        clock: &mut StageClock,
+    ) -> Result<(), MsmError> {
+        let xw = std::mem::size_of::<C::Xyzz>() / 8;
+        let kc = self.curve::<C>();
         let chunks_per_window = (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
         let q = nb / chunks_per_window;
         let parts = wn as usize * chunks_per_window;
-        let out = scratch.sums[0].get(g, parts * xw).map_err(e)?.device_ptr();
+        let out = scratch.sums[0].get((&self.memory, s), parts * xw).map_err(gpu_err)?.device_ptr();
         // SAFETY: wn * nb buckets in, parts points out.
         unsafe {
             kc.reduce.launch(
@@ -355,9 +531,8 @@ impl GpuMsm {
                 (buckets, wn as u64, nb as u64, q as u64, out),
             )
         }
-        .map_err(e)?;
+        .map_err(gpu_err)?;
         clock.mark("reduce", s)?;
-        let dst = finals + ((1 + w0 as usize) * xyzz) as u64;
         self.tree_sum::<C>(s, scratch, out, parts, wn as usize, dst)?;
         clock.mark("window sums", s)?;
         Ok(())
@@ -417,4 +592,17 @@ impl GpuMsm {
         }
         Ok(())
     }
+}
+
+/// sum_w 2^(c w) W_w on the host (windows from the lowest): a few hundred
+/// doublings.
+fn combine_windows<C: GpuCurve>(windows: &[C::Affine], c: u32) -> C::Projective {
+    let mut acc = C::Projective::identity();
+    for w in windows.iter().rev() {
+        for _ in 0..c {
+            acc = acc.double();
+        }
+        acc += w.to_curve();
+    }
+    acc
 }

@@ -2,8 +2,6 @@
 
 use c2_cuda::DeviceBuffer;
 
-use group::Group;
-
 use crate::MsmError;
 
 use super::curve::GpuCurve;
@@ -41,23 +39,19 @@ impl GpuMsm {
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
         self.before_msm()?;
         let point = std::mem::size_of::<C::Affine>();
-        // Runs of at most `max_run` bases (bounded split scratch), each a
-        // full Pippenger over its range; the sums add up to the MSM.
+        // Runs of at most `max_run` bases (bounded split scratch), their
+        // buckets summed into one set (`pippenger::RunSum`).
         let run = self.config.max_run.unwrap_or(needed).max(1);
-        let mut total = C::Projective::identity();
-        let mut result = Ok(());
-        for lo in (0..needed).step_by(run) {
-            let ptr = bases.device_ptr() + ((first + lo) * point) as u64;
-            let range = BaseRange { ptr, lo, hi: (lo + run).min(needed) };
-            match self.run::<C>(streams, scratch, &range, scalars, mask) {
-                Ok(p) => total += p,
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+        let result = (|| {
+            let mut sum = self.begin::<C>(streams, scratch, needed.div_ceil(run))?;
+            for lo in (0..needed).step_by(run) {
+                let ptr = bases.device_ptr() + ((first + lo) * point) as u64;
+                let range = BaseRange { ptr, lo, hi: (lo + run).min(needed) };
+                self.run_part::<C>(streams, scratch, &range, scalars, mask, &mut sum)?;
             }
-        }
+            self.finish::<C>(streams, scratch, sum)
+        })();
         self.after_msm(streams, scratch)?;
-        result.map(|()| total)
+        result
     }
 }

@@ -28,7 +28,7 @@ pub(super) struct Slot<T> {
 }
 
 impl<T: c2_cuda::DeviceCopy> Slot<T> {
-    const fn new() -> Self {
+    pub(super) const fn new() -> Self {
         Self { buf: None }
     }
 
@@ -62,6 +62,10 @@ pub(super) struct Scratch {
     pub(super) chain_bucket: Slot<u32>,
     pub(super) sums: [Slot<u64>; 2],
     pub(super) finals: Slot<u64>,
+    /// An MSM of several runs: each run's ones' point, and the bucket
+    /// totals of every window (XYZZ words; `pippenger::RunSum`).
+    pub(super) ones_parts: Slot<u64>,
+    pub(super) totals: Slot<u64>,
     /// Affine results, typed by curve (`DeviceBuffer<C::Affine>`).
     pub(super) affine: AnySlot,
     /// Two upload slots for streamed bases (`DeviceBuffer<C::Affine>`).
@@ -114,6 +118,8 @@ impl Scratch {
             chain_bucket: Slot::new(),
             sums: [Slot::new(), Slot::new()],
             finals: Slot::new(),
+            ones_parts: Slot::new(),
+            totals: Slot::new(),
             affine: AnySlot::default(),
             stream_bases: [AnySlot::default(), AnySlot::default()],
         }

@@ -1,7 +1,7 @@
 //! MSMs over bases in host memory, streamed through two device slots.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use c2_cuda::Stager;
+use c2_cuda::{PinnedShared, Stager};
 use group::Group;
 
 use crate::{check_shape, Density, Msm, MsmError};
@@ -23,6 +23,30 @@ impl GpuMsm {
     pub fn msm_host_bases<C: GpuCurve>(
         &self,
         bases: &[C::Affine],
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        self.msm_streamed::<C>(bases, false, scalars, mask)
+    }
+
+    /// [`GpuMsm::msm_host_bases`] over page-locked bases from index `first`
+    /// on: each chunk is copied by the DMA engine straight from the pinned
+    /// vector into its device slot (no host copy, no staging slots).
+    pub fn msm_pinned_bases<C: GpuCurve>(
+        &self,
+        bases: &PinnedShared<C::Affine>,
+        first: usize,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
+        self.msm_streamed::<C>(bases.as_slice().get(first..).unwrap_or(&[]), true, scalars, mask)
+    }
+
+    /// The streamed MSM; `pinned`: `bases` are page-locked.
+    fn msm_streamed<C: GpuCurve>(
+        &self,
+        bases: &[C::Affine],
+        pinned: bool,
         scalars: DeviceScalars<'_>,
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
@@ -64,14 +88,20 @@ impl GpuMsm {
             // Allocated above at this size: no growth (and no wait) here.
             let buf = slot.get::<C::Affine>((memory, stager.stream()), chunk).map_err(gpu_err)?;
             stager.stream().wait(&streams_ref.free[k % 2]).map_err(gpu_err)?;
-            stager.upload(buf, 0, &bases[lo..hi]).map_err(gpu_err)?;
+            if pinned {
+                // The DMA engine reads the pinned vector directly; it stays
+                // borrowed until the copy stream is synchronised below.
+                buf.upload_async(0, &bases[lo..hi], stager.stream()).map_err(gpu_err)?;
+            } else {
+                stager.upload(buf, 0, &bases[lo..hi]).map_err(gpu_err)?;
+            }
             streams_ref.ready[k % 2].record(stager.stream()).map_err(gpu_err)?;
             Ok(buf.device_ptr())
         };
         let result = std::thread::scope(|sc| -> Result<C::Projective, MsmError> {
             let [s0, s1] = &mut slots;
             let mut idle: [Option<&mut AnySlot>; 2] = [Some(s0), Some(s1)];
-            let mut total = C::Projective::identity();
+            let mut sum = self.begin::<C>(streams_ref, scratch, chunks.len())?;
             let mut ptr = upload(0, idle[0].as_deref_mut().expect("slot 0"), &mut stager)?;
             let mut stager_idle = Some(&mut stager);
             for k in 0..chunks.len() {
@@ -89,7 +119,8 @@ impl GpuMsm {
                 };
                 streams_ref.compute.wait(&streams_ref.ready[k % 2]).map_err(gpu_err)?;
                 let range = BaseRange { ptr, lo: chunks[k].0, hi: chunks[k].1 };
-                let part = self.run::<C>(streams_ref, scratch, &range, scalars, mask);
+                let part = self.run_part::<C>(streams_ref, scratch, &range, scalars, mask, &mut sum);
+                // The slot is free once the kernels queued on it are done.
                 streams_ref.free[k % 2].record(&streams_ref.compute).map_err(gpu_err)?;
                 if let Some(h) = pending {
                     let (next, slot, st) = h.join().map_err(|_| MsmError::Backend {
@@ -100,10 +131,9 @@ impl GpuMsm {
                     stager_idle = Some(st);
                     ptr = next?;
                 }
-                total += part?;
+                part?;
             }
-            streams_ref.compute.synchronize().map_err(gpu_err)?;
-            Ok(total)
+            self.finish::<C>(streams_ref, scratch, sum)
         });
         // On an error above, the copy stream may still be writing a slot:
         // finish it before the slots can be reused or returned.
