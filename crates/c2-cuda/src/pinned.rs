@@ -133,8 +133,8 @@ impl<T> Drop for PinnedBuffer<T> {
 /// (55 GB/s on the H200) with no host copy, against ~25 GB/s through the
 /// staging slots (measured at a 16 GiB cap, session 8).
 pub struct PinnedShared<T> {
-    registered: bool,
-    gpu: Arc<Gpu>,
+    /// The context it was registered in; `None`: not registered.
+    gpu: Option<Arc<Gpu>>,
     data: Arc<Vec<T>>,
 }
 
@@ -151,7 +151,14 @@ impl<T: DeviceCopy> PinnedShared<T> {
                 sys::cuMemHostRegister_v2(data.as_ptr().cast_mut().cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE)
             })?;
         }
-        Ok(Self { registered: bytes > 0, gpu: gpu.clone(), data })
+        Ok(Self { gpu: (bytes > 0).then(|| gpu.clone()), data })
+    }
+
+    /// Holds `data` without page-locking it (copies from it are pageable,
+    /// still correct): for a registry's tests without a device, or a vector
+    /// the driver would not register.
+    pub fn unregistered(data: Arc<Vec<T>>) -> Self {
+        Self { gpu: None, data }
     }
 
     /// The pinned elements.
@@ -172,8 +179,8 @@ impl<T: DeviceCopy> PinnedShared<T> {
 
 impl<T> Drop for PinnedShared<T> {
     fn drop(&mut self) {
-        if self.registered {
-            let _ = self.gpu.bind();
+        if let Some(gpu) = &self.gpu {
+            let _ = gpu.bind();
             // SAFETY: registered in new(); `data` is still alive.
             unsafe {
                 let _ = sys::cuMemHostUnregister(self.data.as_ptr().cast_mut().cast());

@@ -98,6 +98,17 @@ impl HostPins {
         params: &Parameters<Bls12>,
         streamed: Streamed,
     ) -> Result<Option<Arc<PinnedSet>>, GpuError> {
+        self.get_with(params, streamed, |v| PinnedShared::new(gpu, v), |v| PinnedShared::new(gpu, v))
+    }
+
+    /// [`HostPins::get`] with the registrations made by `pin_g1` / `pin_g2`.
+    fn get_with(
+        &self,
+        params: &Parameters<Bls12>,
+        streamed: Streamed,
+        pin_g1: impl Fn(Arc<Vec<G1Affine>>) -> Result<PinnedShared<G1Affine>, GpuError>,
+        pin_g2: impl Fn(Arc<Vec<G2Affine>>) -> Result<PinnedShared<G2Affine>, GpuError>,
+    ) -> Result<Option<Arc<PinnedSet>>, GpuError> {
         if self.max_bytes == 0 || !streamed.contains(&true) {
             return Ok(None);
         }
@@ -167,14 +178,14 @@ impl HostPins {
             for (k, v) in g1.iter().enumerate() {
                 let bytes = std::mem::size_of_val(v.as_slice());
                 if want(k, set.g1[k].is_some()) && total + bytes <= self.max_bytes {
-                    set.g1[k] = Some(PinnedShared::new(gpu, Arc::clone(v))?);
+                    set.g1[k] = Some(pin_g1(Arc::clone(v))?);
                     total += bytes;
                     pinned += bytes;
                 }
             }
             let bytes = std::mem::size_of_val(params.b_g2.as_slice());
             if want(4, set.b_g2.is_some()) && total + bytes <= self.max_bytes {
-                set.b_g2 = Some(PinnedShared::new(gpu, params.b_g2.clone())?);
+                set.b_g2 = Some(pin_g2(params.b_g2.clone())?);
                 pinned += bytes;
             }
             Ok(())
@@ -197,5 +208,77 @@ impl HostPins {
     /// Bytes page-locked now.
     pub fn bytes(&self) -> usize {
         self.state.lock().unwrap_or_else(|p| p.into_inner()).0.iter().map(|(s, _)| s.bytes()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use group::prime::PrimeCurveAffine;
+
+    /// A parameter set with `n` points per query (no device needed: the
+    /// registry's logic is what is tested).
+    fn params(n: usize) -> Parameters<Bls12> {
+        let g1 = || Arc::new(vec![G1Affine::identity(); n]);
+        let vk = bellperson::groth16::VerifyingKey::<Bls12> {
+            alpha_g1: G1Affine::identity(),
+            beta_g1: G1Affine::identity(),
+            beta_g2: G2Affine::identity(),
+            gamma_g2: G2Affine::identity(),
+            delta_g1: G1Affine::identity(),
+            delta_g2: G2Affine::identity(),
+            ic: Vec::new(),
+        };
+        Parameters { vk, h: g1(), l: g1(), a: g1(), b_g1: g1(), b_g2: Arc::new(vec![G2Affine::identity(); n]) }
+    }
+
+    fn get(pins: &HostPins, p: &Parameters<Bls12>, streamed: Streamed) -> Option<Arc<PinnedSet>> {
+        let ok1 = |v| Ok(PinnedShared::unregistered(v));
+        let ok2 = |v| Ok(PinnedShared::unregistered(v));
+        pins.get_with(p, streamed, ok1, ok2).unwrap()
+    }
+
+    const G1: usize = std::mem::size_of::<G1Affine>();
+    const G2: usize = std::mem::size_of::<G2Affine>();
+
+    #[test]
+    fn pins_what_streams_once_and_extends_later() {
+        let pins = HostPins::new(1 << 30);
+        let p = params(100);
+        // Nothing streamed, or a zero bound: nothing pinned.
+        assert!(get(&pins, &p, [false; 5]).is_none());
+        assert!(get(&HostPins::new(0), &p, [true; 5]).is_none());
+        // H and B_G2 stream: exactly those.
+        let s = get(&pins, &p, [true, false, false, false, true]).expect("pinned");
+        assert!(s.g1(G1Query::H).is_some_and(|x| Arc::ptr_eq(x.shared(), &p.h)));
+        assert!(s.g1(G1Query::L).is_none() && s.g2().is_some());
+        assert_eq!(s.bytes(), 100 * (G1 + G2));
+        // Asked again: the same pins (no second registration).
+        let again = get(&pins, &p, [true, false, false, false, true]).expect("pinned");
+        assert!(Arc::ptr_eq(&s, &again));
+        drop((s, again));
+        // L too: the set is extended in place.
+        let s = get(&pins, &p, [true, true, false, false, true]).expect("pinned");
+        assert!(s.g1(G1Query::L).is_some() && s.g1(G1Query::H).is_some());
+        assert_eq!(pins.bytes(), 100 * (2 * G1 + G2));
+    }
+
+    #[test]
+    fn bound_evicts_other_sets_and_dropped_sets_are_unpinned() {
+        let one = 100 * (4 * G1 + G2);
+        let pins = HostPins::new(one + one / 2);
+        let (p, q) = (params(100), params(100));
+        assert_eq!(get(&pins, &p, [true; 5]).expect("p").bytes(), one);
+        // q does not fit beside p: p (not in use) goes.
+        assert_eq!(get(&pins, &q, [true; 5]).expect("q").bytes(), one);
+        assert_eq!(pins.bytes(), one);
+        // A set larger than what is left pins only what fits.
+        let small = HostPins::new(100 * G1 + 1);
+        assert_eq!(get(&small, &p, [true; 5]).expect("p").bytes(), 100 * G1);
+        // Parameters dropped elsewhere: their pins go at the next request.
+        drop(q);
+        let r = params(10);
+        get(&pins, &r, [true; 5]).expect("r");
+        assert_eq!(pins.bytes(), 10 * (4 * G1 + G2));
     }
 }
