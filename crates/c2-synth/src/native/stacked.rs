@@ -245,11 +245,7 @@ fn poseidon_inclusion<W: Assignments>(
             let bit = AllocatedBit::alloc(&mut *cs, index.map(|x| (x >> i) & 1 == 1))?;
             path_bits.push(Boolean::from(bit));
         }
-        let siblings = siblings
-            .iter()
-            .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let inserted = insert(cs, &cur, &path_bits[first_bit..], &siblings)?;
+        let inserted = insert_siblings(cs, &cur, &path_bits[first_bit..], siblings)?;
         let values = inserted
             .iter()
             .map(|n| n.get_value().ok_or(SynthesisError::AssignmentMissing))
@@ -263,6 +259,22 @@ fn poseidon_inclusion<W: Assignments>(
         cur = AllocatedNum::alloc(&mut *cs, || Ok(hash))?;
     }
     multipack::pack_into_inputs(&mut *cs, &path_bits)
+}
+
+/// One level of `PoRCircuit`'s path after its index bits: the siblings
+/// allocated, then the `insert` gadget's picks (the node at `bits` among
+/// them), which the level's hash reads.
+fn insert_siblings<W: Assignments>(
+    cs: &mut W,
+    cur: &AllocatedNum<Scalar>,
+    bits: &[Boolean],
+    siblings: &[Option<Scalar>],
+) -> Result<Vec<AllocatedNum<Scalar>>, SynthesisError> {
+    let siblings = siblings
+        .iter()
+        .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
+        .collect::<Result<Vec<_>, _>>()?;
+    insert(cs, cur, bits, &siblings)
 }
 
 /// The Merkle path of a vanilla column proof. storage-proofs-porep keeps
@@ -319,14 +331,10 @@ fn comm_d_inclusion<W: Assignments>(
     for (siblings, index) in path {
         let bit = Boolean::from(AllocatedBit::alloc(&mut *cs, index.map(|i| i & 1 == 1))?);
         index_bits.push(bit.clone());
-        let siblings = siblings
-            .iter()
-            .map(|s| AllocatedNum::alloc(&mut *cs, || s.ok_or(SynthesisError::AssignmentMissing)))
-            .collect::<Result<Vec<_>, _>>()?;
         if siblings.len() != 1 {
             return Err(SynthesisError::Unsatisfiable);
         }
-        let inserted = insert(cs, &cur, &[bit], &siblings)?;
+        let inserted = insert_siblings(cs, &cur, &[bit], siblings)?;
         cur = sha256_of_nums(cs, &inserted)?;
     }
     multipack::pack_into_inputs(&mut *cs, &index_bits)
