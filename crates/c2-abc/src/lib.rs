@@ -8,7 +8,9 @@
 //! owns the rows. [`evaluate`] is the CPU implementation (rayon over rows)
 //! and the oracle; with feature `cuda`, `GpuAbc` runs the same product on
 //! the device, from matrices kept resident there (`DeviceMatrices`), with
-//! bit-identical results.
+//! bit-identical results. A device without room for the matrices gets them
+//! streamed in row chunks ([`ChunkedMatrices`]; feature `cuda`:
+//! `GpuAbc::stream_matrices`), same results.
 //!
 //! ```
 //! use blstrs::Scalar;
@@ -28,11 +30,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod chunked;
 #[cfg(feature = "cuda")]
 mod gpu;
 
+pub use chunked::{ChunkedMatrices, MatrixChunk, LONG_ROW};
 #[cfg(feature = "cuda")]
-pub use gpu::{DeviceMatrices, GpuAbc};
+pub use gpu::{AbcStream, DeviceMatrices, GpuAbc, PinnedChunks};
 
 use blstrs::Scalar;
 pub use c2_core::{CompactWitness, CsrView, MatricesView};

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use blstrs::Scalar;
-use c2_abc::{evaluate, GpuAbc};
+use c2_abc::{evaluate, ChunkedMatrices, GpuAbc, PinnedChunks};
 use c2_cuda::{DeviceMemory, Gpu};
 use c2_synth::{cc_sector, CcSectorConfig, ConstraintMatrices, SparseMatrix};
 use ff::Field;
@@ -134,10 +134,96 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
         }
         r.check("abc: a column outside z is refused at upload".into(), abc.upload(&m.view()).is_err());
     }
+    streamed_on_random_matrices(&abc, &gpu, r, &mut rng)?;
     satisfaction_on_random_vectors(&abc, &gpu, r, &mut rng)?;
     compact_witness_on_random_vectors(&abc, &gpu, r, &mut rng)?;
     for &rp in sectors {
         real_sector(&abc, &gpu, r, rp)?;
+    }
+    Ok(())
+}
+
+/// A, B, C streamed in `chunks` (page-locked or not) through an
+/// `AbcStream`: the three products downloaded from an
+/// output of `out_len` elements first filled with r-1 (so the padding
+/// rows must come back zero), and the kernel-and-copy milliseconds of
+/// each product (events on the compute stream, the copy stream's chunks
+/// included).
+fn streamed_products(
+    abc: &GpuAbc,
+    gpu: &std::sync::Arc<Gpu>,
+    chunks: std::sync::Arc<ChunkedMatrices>,
+    z: &[Scalar],
+    pinned: bool,
+    out_len: usize,
+) -> Result<(Vec<Vec<Scalar>>, [f32; 3]), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let p =
+        if pinned { PinnedChunks::new(gpu, chunks).map_err(|x| e(&x))? } else { PinnedChunks::unregistered(chunks) };
+    let (copy, stream) = (gpu.stream().map_err(|x| e(&x))?, gpu.stream().map_err(|x| e(&x))?);
+    let mut dz = gpu.alloc::<Scalar>(z.len().max(1)).map_err(|x| e(&x))?;
+    dz.upload_async(0, z, &stream).map_err(|x| e(&x))?;
+    let mut out = gpu.alloc::<Scalar>(out_len.max(1)).map_err(|x| e(&x))?;
+    let memory = DeviceMemory::driver(gpu.clone());
+    let mut s = abc.stream_matrices(&p, &memory, &copy).map_err(|x| e(&x))?;
+    let (start, end) = (gpu.event().map_err(|x| e(&x))?, gpu.event().map_err(|x| e(&x))?);
+    let mut result = Vec::new();
+    let mut ms = [0f32; 3];
+    for (which, t) in ms.iter_mut().enumerate() {
+        out.upload_async(0, &vec![-Scalar::ONE; out_len], &stream).map_err(|x| e(&x))?;
+        start.record(&stream).map_err(|x| e(&x))?;
+        s.product(which, &dz, &mut out, &copy, &stream).map_err(|x| e(&x))?;
+        end.record(&stream).map_err(|x| e(&x))?;
+        let mut back = vec![Scalar::ZERO; out_len];
+        out.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
+        stream.synchronize().map_err(|x| e(&x))?;
+        *t = end.elapsed_ms(&start).map_err(|x| e(&x))?;
+        result.push(back);
+    }
+    Ok((result, ms))
+}
+
+/// Streamed a, b, c (matrices in row chunks through two device slots)
+/// against the CPU product on random matrices with long rows (warp per
+/// row), empty rows and padding: chunks of one row each, of a few rows,
+/// and the whole matrix; page-locked and pageable chunks.
+fn streamed_on_random_matrices(
+    abc: &GpuAbc,
+    gpu: &std::sync::Arc<Gpu>,
+    r: &mut Report,
+    rng: &mut impl Rng,
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    for (rows, inputs, aux, max_len) in [(1usize, 1usize, 1usize, 3u32), (1000, 5, 3000, 6), (3001, 7, 20_000, 80)] {
+        let coeffs = vec![Scalar::ONE, Scalar::ZERO, -Scalar::ONE, Scalar::random(&mut *rng)];
+        let width = (inputs + aux) as u32;
+        let m = ConstraintMatrices {
+            inputs,
+            aux,
+            coeffs,
+            a: random_matrix(rows, width, 4, max_len, rng),
+            b: random_matrix(rows, width, 4, 2, rng),
+            c: random_matrix(rows, width, 4, max_len / 2, rng),
+        };
+        let (zi, za) = (witness(inputs, rng), witness(aux, rng));
+        let want = evaluate(&m.view(), &zi, &za).map_err(|x| e(&x))?;
+        let z: Vec<Scalar> = zi.iter().chain(&za).copied().collect();
+        let out_len = rows.next_power_of_two() + 1;
+        for (max_words, pinned) in [(8usize, true), (300, false), (300, true), (1 << 24, true)] {
+            let chunks = std::sync::Arc::new(ChunkedMatrices::new(&m.view(), max_words).map_err(|x| e(&x))?);
+            let (got, _) = streamed_products(abc, gpu, chunks, &z, pinned, out_len)?;
+            let ok = [&want.0, &want.1, &want.2]
+                .iter()
+                .zip(&got)
+                .all(|(w, g)| g[..rows] == w[..] && g[rows..].iter().all(|x| bool::from(x.is_zero())));
+            r.check(
+                format!(
+                    "abc streamed rows={rows} of up to {max_len} entries, chunks of <= {max_words} words ({}): GPU == CPU, padding zero",
+                    if pinned { "page-locked" } else { "pageable" }
+                ),
+                ok,
+            );
+        }
     }
     Ok(())
 }
@@ -277,6 +363,31 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     }
     let label = format!("{rp:?}");
     r.check(format!("abc {label} partition 0 ({n} constraints): GPU A·z, B·z, C·z == CPU"), same);
+    // The same products from matrices streamed in the GPU workers' chunks
+    // (page-locked, 256 MiB slots), timed with their copies.
+    let zv: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
+    drop(out);
+    let t = Instant::now();
+    let chunked = ChunkedMatrices::new(&m.view(), porep_c2::plan::MATRIX_SLOT_BYTES / 4).map_err(|x| e(&x))?;
+    let (chunk_count, chunk_bytes) = ((0..3).map(|w| chunked.chunks(w).len()).sum::<usize>(), chunked.bytes());
+    let t_chunk = t.elapsed();
+    let (got, streamed_ms) = streamed_products(abc, gpu, std::sync::Arc::new(chunked), &zv, true, domain)?;
+    drop(zv);
+    let same_streamed = [&want.0, &want.1, &want.2]
+        .iter()
+        .zip(&got)
+        .all(|(w, g)| g[..n] == w[..] && g[n..].iter().all(|x| bool::from(x.is_zero())));
+    drop(got);
+    r.check(
+        format!(
+            "abc {label} partition 0: streamed A·z, B·z, C·z ({chunk_count} chunks, {:.2} GB, cut in {t_chunk:.2?}; A {:.1} ms, B {:.1} ms, C {:.1} ms with the copies) == CPU",
+            chunk_bytes as f64 / 1e9,
+            streamed_ms[0],
+            streamed_ms[1],
+            streamed_ms[2]
+        ),
+        same_streamed,
+    );
     // The compact witness (generated compact), expanded on the device into
     // z's aux part: the same z.
     let t = Instant::now();

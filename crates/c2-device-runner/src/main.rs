@@ -18,8 +18,10 @@
 //!         (a real CC test sector's first partitions, random parameters of its lengths: witness-only
 //!         path vs circuit path, same bytes, times; then whole-sector proofs, c2-bench style)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
-//!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR]
-//!         (the shaped circuit through our GPU workers; bytes and times vs peer-prove's files in DIR)
+//!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR
+//!      --peer-vram-cap 16]
+//!         (the shaped circuit through our GPU workers, the pool optionally capped in GiB; bytes and
+//!         times vs peer-prove's files in DIR)
 //!     [--only registered --registered 2k,8m --vram-cap-gib 12]  (registered proof types: GPU proof
 //!         == CPU proof, verify_seal accepts it; the pool optionally capped)
 //! ```
@@ -471,6 +473,7 @@ fn main() {
     let peer_seed = list("--peer-seed", &[7]).first().copied().unwrap_or(7) as u64;
     let peer_dir =
         args.iter().position(|a| a == "--peer-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
+    let peer_cap = list("--peer-vram-cap", &[]).first().map(|&g| g as usize);
     // --only registered: registered proof types through verify_seal
     // (--registered 2k,8m; --vram-cap-gib 12 caps the pool).
     let run_registered = only.as_deref() == Some("registered");
@@ -567,9 +570,15 @@ fn main() {
         }
     }
     if run_peers {
-        if let Err(e) =
-            peers::compare(&mut report, peer_scale, peer_partitions, peer_reps, peer_seed, peer_dir.as_deref())
-        {
+        let peer = peers::PeerRun {
+            scale: peer_scale,
+            partitions: peer_partitions,
+            reps: peer_reps,
+            seed: peer_seed,
+            dir: peer_dir.as_deref(),
+            vram_cap_gib: peer_cap,
+        };
+        if let Err(e) = peers::compare(&mut report, &peer) {
             report.check(format!("peer comparison aborted: {e}"), false);
         }
     }

@@ -23,16 +23,27 @@ fn peer_line(log: &str) -> Option<(String, f64)> {
     Some((name, secs))
 }
 
+/// What `--only peers` runs.
+pub struct PeerRun<'a> {
+    /// The shape's scale (1/scale of a 32 GiB partition).
+    pub scale: usize,
+    /// Partitions per proof.
+    pub partitions: usize,
+    /// Timed proofs after the warm-up.
+    pub reps: usize,
+    /// The parameters' seed (the peers use the same).
+    pub seed: u64,
+    /// The peers' `*.proof` and `*.log` files.
+    pub dir: Option<&'a Path>,
+    /// Our device pool capped at this many GiB (the peers then run with
+    /// `peer-prove --vram-free-gib` of the same size).
+    pub vram_cap_gib: Option<usize>,
+}
+
 /// Proves the shaped circuits `reps` times after one warm-up proof
 /// (parameters uploaded), then compares with the peers' files.
-pub fn compare(
-    r: &mut Report,
-    scale: usize,
-    partitions: usize,
-    reps: usize,
-    seed: u64,
-    peer_dir: Option<&Path>,
-) -> Result<(), String> {
+pub fn compare(r: &mut Report, run: &PeerRun<'_>) -> Result<(), String> {
+    let PeerRun { scale, partitions, reps, seed, dir: peer_dir, vram_cap_gib } = *run;
     let shape = SyntheticShape::porep_32gib().scaled(scale);
     let instance = SyntheticPorep::shaped_circuits(shape.clone(), partitions);
     let t = Instant::now();
@@ -44,8 +55,10 @@ pub fn compare(
         shape.domain().trailing_zeros(),
         t.elapsed()
     );
-    let backend =
-        gpu_backend(&GpuBackendConfig { devices: vec![0], ..Default::default() }).map_err(|e| e.to_string())?;
+    let mut backend_config = GpuBackendConfig { devices: vec![0], ..Default::default() };
+    backend_config.vram.cap = vram_cap_gib.map(|g| g << 30);
+    let backend = gpu_backend(&backend_config).map_err(|e| e.to_string())?;
+    let cap = vram_cap_gib.map_or(String::new(), |g| format!(", pool capped at {g} GiB"));
     let config = ProverConfig {
         backend,
         retry_backend: None,
@@ -70,7 +83,7 @@ pub fn compare(
     }
     let ours = median(prove_s);
     r.bench.push(format!(
-        "peers 1/{scale} (2^{}), per partition | ours (porep-c2 GPU worker): prove {ours:.3} s (kernels {:.3} s), synthesis {:.1} s",
+        "peers 1/{scale} (2^{}), per partition | ours (porep-c2 GPU worker{cap}): prove {ours:.3} s (kernels {:.3} s), synthesis {:.1} s",
         shape.domain().trailing_zeros(),
         median(kernel_s),
         median(synth_s),

@@ -124,6 +124,9 @@ pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
     let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
     let domain = m.matrices.constraints().next_power_of_two();
     println!("real {rp:?}: matrices recorded in {:.1?}", t.elapsed());
+    let line = zero_blocks(&instance, da).map_err(|x| e(&x))?;
+    println!("{line}");
+    r.bench.push(line);
     let t = Instant::now();
     let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
     let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, 7);
@@ -189,8 +192,44 @@ pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
     Ok(())
 }
 
+/// How much of L's and A's streamed bases a zero-skipping copy could leave
+/// behind: the share of blocks of B consecutive bases whose scalars (partition
+/// 0's aux; A's only where A's density has them) are all zero, for B = 64 ..
+/// 32768 (a block is one DMA of B x 96 bytes). A zero scalar's base is never
+/// read, but a copy skips only whole blocks: a per-base skip would need a host
+/// gather of the other bases (6 GB per vector at 32 GiB) or one DMA per run.
+/// A CC sector's data are zeros, so its witness may cluster zeros more than a
+/// sealed sector's.
+fn zero_blocks(instance: &dyn PorepInstance, a_density: &c2_synth::Density) -> Result<String, SynthError> {
+    let (_, w) = instance.synthesize_compact_witness(0)?;
+    let bits = w.bits();
+    let mut nonzero: Vec<bool> = (0..w.len()).map(|i| (bits[i / 64] >> (i % 64)) & 1 == 1).collect();
+    for &i in w.full_index() {
+        nonzero[i as usize] = true;
+    }
+    let zeros = nonzero.iter().filter(|&&x| !x).count();
+    // A's bases: the aux variables A's density keeps, in order.
+    let a: Vec<bool> = nonzero.iter().enumerate().filter(|&(i, _)| a_density.get(i)).map(|(_, &x)| x).collect();
+    let share = |v: &[bool], b: usize| {
+        let blocks = v.len().div_ceil(b).max(1);
+        let empty = v.chunks(b).filter(|c| c.iter().all(|&x| !x)).count();
+        100.0 * empty as f64 / blocks as f64
+    };
+    let cols: Vec<String> = [64usize, 512, 4096, 32768]
+        .iter()
+        .map(|&b| format!("{b}: L {:.1} % / A {:.1} %", share(&nonzero, b), share(&a, b)))
+        .collect();
+    Ok(format!(
+        "real {:?} partition 0: {:.1} % of aux scalars zero; all-zero blocks of B bases (the most a zero-skipping copy saves) {}",
+        instance.sector_size(),
+        100.0 * zeros as f64 / nonzero.len().max(1) as f64,
+        cols.join(", ")
+    ))
+}
+
 /// The first partitions on backends capped at `b.caps` GiB, one worker,
-/// the streamed parameters page-locked or staged (same run): wall, kernel
+/// the streamed parameters page-locked or staged, a, b, c from streamed
+/// matrices or from the host (same run): wall, kernel
 /// time and bytes host-to-device per partition, pinning time, and the proof
 /// bytes against the uncapped run's.
 #[allow(clippy::too_many_arguments)]
@@ -205,8 +244,17 @@ fn capped(
 ) -> Result<(), String> {
     let rp = b.sector;
     for &cap in &b.caps {
-        for (label, pin) in [("page-locked", 64usize << 30), ("staged", 0)] {
-            let mut config = GpuBackendConfig { workers_per_device: 1, pin_streamed_params: pin, ..Default::default() };
+        for (label, pin, stream_matrices) in [
+            ("page-locked, a, b, c from streamed matrices", 64usize << 30, true),
+            ("page-locked, a, b, c from the host", 64 << 30, false),
+            ("staged, a, b, c from streamed matrices", 0, true),
+        ] {
+            let mut config = GpuBackendConfig {
+                workers_per_device: 1,
+                pin_streamed_params: pin,
+                stream_matrices,
+                ..Default::default()
+            };
             config.vram.cap = (cap > 0).then_some(cap << 30);
             let backend = match gpu_backend(&config) {
                 Ok(x) => x,
@@ -268,8 +316,9 @@ fn capped(
                     .collect()
                 })
                 .unwrap_or_default();
+            let abc_ms: f64 = times.iter().map(|g| g.abc_ms as f64).sum::<f64>() / n;
             let line = format!(
-                "real {rp:?} cap {cap} GiB, 1 worker, parameters {label}: {:.2} s/partition (steady, {} partitions; first proof {first_wall:.1} s), kernels {kernels:.2} s/partition (MSM ms: {}), {h2d:.1} GB host-to-device per partition, {:.1} GB of it from page-locked parameters",
+                "real {rp:?} cap {cap} GiB, 1 worker, parameters {label}: {:.2} s/partition (steady, {} partitions; first proof {first_wall:.1} s), kernels {kernels:.2} s/partition (MSM ms: {}; a, b, c {abc_ms:.0} ms), {h2d:.1} GB host-to-device per partition, {:.1} GB of it from page-locked parameters",
                 wall / n,
                 rep.partitions.len(),
                 msm.join(", "),

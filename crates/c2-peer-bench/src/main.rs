@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! peer-prove [--scale D] [--partitions K] [--reps R] [--seed S]
-//!            [--params-file PATH] [--proof-out PATH]
+//!            [--params-file PATH] [--proof-out PATH] [--vram-free-gib G]
 //! ```
 //! Proves `K` partitions ([`c2_shapes::ShapedCircuit`] with seeds `1..=K`)
 //! in one `create_proof_batch` call (as filecoin-proofs does), with random
@@ -16,6 +16,10 @@
 //! bytes written to `--proof-out`. Synthesis and prover times are
 //! bellperson's own ("synthesis time", "prover time" log lines). SupraSeal
 //! reads parameters only from a file: they are written to `--params-file`.
+//! `--vram-free-gib G` first takes all of device 0's free memory but `G` GiB
+//! (one allocation, held until exit), so the peer runs as on a G GB card
+//! (the ballast's context costs a few hundred MB more than a card's own
+//! would: slightly in the peer's disfavour).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -83,9 +87,48 @@ fn peer_name() -> Option<&'static str> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH]"
+        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH] [--vram-free-gib G]"
     );
     std::process::exit(2)
+}
+
+/// Takes device 0's free memory but `free_gib` GiB in one allocation, held
+/// (with its primary context) until the process exits; returns the bytes
+/// taken and the bytes left free.
+#[cfg(any(feature = "bellperson-cuda", feature = "supraseal"))]
+fn ballast(free_gib: usize) -> Result<(usize, usize), String> {
+    use cuda_driver_sys as sys;
+    let check = |what: &str, r: sys::CUresult| {
+        if r == sys::CUresult::CUDA_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{what}: {r:?}"))
+        }
+    };
+    // SAFETY: plain driver calls with valid out-pointers; the context and
+    // the allocation are deliberately never released (the process ends).
+    unsafe {
+        check("cuInit", sys::cuInit(0))?;
+        let mut device = 0;
+        check("cuDeviceGet", sys::cuDeviceGet(&mut device, 0))?;
+        let mut ctx = std::ptr::null_mut();
+        check("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, device))?;
+        check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
+        let (mut free, mut total) = (0usize, 0usize);
+        check("cuMemGetInfo", sys::cuMemGetInfo_v2(&mut free, &mut total))?;
+        let take = free.saturating_sub(free_gib << 30);
+        if take > 0 {
+            let mut ptr = 0;
+            check("cuMemAlloc", sys::cuMemAlloc_v2(&mut ptr, take))?;
+        }
+        check("cuMemGetInfo", sys::cuMemGetInfo_v2(&mut free, &mut total))?;
+        Ok((take, free))
+    }
+}
+
+#[cfg(not(any(feature = "bellperson-cuda", feature = "supraseal")))]
+fn ballast(_free_gib: usize) -> Result<(usize, usize), String> {
+    Err("built without a GPU prover".into())
 }
 
 fn main() {
@@ -96,6 +139,7 @@ fn main() {
     let (mut scale, mut partitions, mut reps, mut seed) = (8usize, 1usize, 1usize, 7u64);
     let mut params_file = std::env::temp_dir().join("c2-peer-bench.params");
     let mut proof_out = None;
+    let mut vram_free_gib = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -106,6 +150,7 @@ fn main() {
             "--seed" => seed = val().parse().unwrap_or_else(|_| usage()),
             "--params-file" => params_file = val().into(),
             "--proof-out" => proof_out = Some(std::path::PathBuf::from(val())),
+            "--vram-free-gib" => vram_free_gib = Some(val().parse::<usize>().unwrap_or_else(|_| usage())),
             _ => usage(),
         }
     }
@@ -120,6 +165,14 @@ fn main() {
         std::process::exit(1)
     };
 
+    if let Some(g) = vram_free_gib {
+        let (taken, free) = ballast(g).unwrap_or_else(|e| fail("taking device memory", &e));
+        println!(
+            "{name}: device 0: {:.1} GB taken by a ballast, {:.1} GB left free (asked {g} GiB)",
+            taken as f64 / 1e9,
+            free as f64 / 1e9
+        );
+    }
     let shape = SyntheticShape::porep_32gib().scaled(scale);
     let t = Instant::now();
     let params = random_parameters(&shape, seed);
@@ -184,8 +237,10 @@ fn main() {
     } else {
         name.to_string()
     };
+    let cap = vram_free_gib.map_or(String::new(), |g| format!(" [{g} GiB free]"));
     println!(
-        "PEER {name} | scale 1/{scale} | {partitions} partition(s) | median of {} rep(s): wall {:.3} s, prover {:.3} s = {:.3} s per partition",
+        "PEER {name}{} | scale 1/{scale} | {partitions} partition(s) | median of {} rep(s): wall {:.3} s, prover {:.3} s = {:.3} s per partition",
+        cap,
         walls.len(),
         median(walls),
         median(provers.clone()),

@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
-use c2_abc::{DeviceMatrices, GpuAbc};
+use c2_abc::{AbcStream, ChunkedMatrices, DeviceMatrices, GpuAbc, PinnedChunks};
 use c2_core::{Density, Synthesized};
 use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
@@ -38,7 +38,7 @@ use c2_ntt::GpuNtt;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
 use crate::pins::{HostPins, PinnedSet};
-use crate::plan::{plan_device, DevicePlan, PartitionShape, SHARED_SLACK};
+use crate::plan::{plan_device, plan_device_host_abc, DevicePlan, PartitionShape, MATRIX_SLOT_BYTES, SHARED_SLACK};
 
 use crate::backend::{Backend, Partition, PartitionJob, PartitionProver, Witness, Workers};
 use crate::config::ShapeMatrices;
@@ -83,6 +83,13 @@ pub struct GpuBackendConfig {
     /// through the staging slots. 0: always staged. Default 64 GiB (one
     /// 32 GiB sector's 47.5 GB set and the small sizes').
     pub pin_streamed_params: usize,
+    /// Where a shape's constraint matrices do not fit on a device, stream
+    /// them in row chunks for every partition so a, b, c are still
+    /// computed there (the chunks are page-locked once per process: 7.4 GB
+    /// of host memory for the 32 GiB shape). `false`: a, b, c are then
+    /// computed on the host (12.5 GB of host memory per 32 GiB partition in
+    /// flight, ~2.5 s of host work and ~1.8 s of PCIe each). Default true.
+    pub stream_matrices: bool,
 }
 
 impl Default for GpuBackendConfig {
@@ -95,6 +102,7 @@ impl Default for GpuBackendConfig {
             vram: VramConfig::default(),
             plan_for: PartitionShape::for_sector_size(32 << 30).expect("32 GiB is a registered size"),
             pin_streamed_params: 64 << 30,
+            stream_matrices: true,
         }
     }
 }
@@ -117,11 +125,12 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     let shape = &config.plan_for;
     // One registry for every device: registrations are portable.
     let pins = Arc::new(HostPins::new(config.pin_streamed_params));
+    let chunked = Arc::new(ChunkedSets::default());
     for &d in &ordinals {
         let gpu = Gpu::open(d).map_err(backend_err)?;
         let pool = VramPool::new(&gpu, &config.vram).map_err(backend_err)?;
-        let plan =
-            plan_device(pool.budget(), wanted, shape).map_err(|source| Error::DeviceTooSmall { device: d, source })?;
+        let plan = if config.stream_matrices { plan_device } else { plan_device_host_abc };
+        let plan = plan(pool.budget(), wanted, shape).map_err(|source| Error::DeviceTooSmall { device: d, source })?;
         if plan.workers < wanted {
             log::warn!(
                 "porep-c2: GPU {d}: {:.1} GB holds {} of the {wanted} workers asked for (2^{} partitions need {:.1} GB each beside {:.1} GB of tables)",
@@ -150,6 +159,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
             abc: Arc::new(GpuAbc::with_memory(pool.memory())?),
             matrices: Arc::default(),
             pins: pins.clone(),
+            chunked: chunked.clone(),
         };
         for (w, (vectors, msm)) in arenas.iter().enumerate() {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
@@ -184,6 +194,12 @@ fn device_epoch(gpu: &Arc<Gpu>) -> Result<Arc<Event>, GpuError> {
 /// shape's did not fit, so its a, b, c come from the host).
 pub type DeviceMatrixSets = Mutex<Vec<(String, Option<Arc<DeviceMatrices>>)>>;
 
+/// Constraint matrices in page-locked row chunks, by parameter id, for the
+/// devices that stream them (shared by every device: the registration is
+/// portable). Built once per shape and process (7.4 GB of host memory at
+/// 32 GiB, page-locked while the backend lives).
+pub type ChunkedSets = Mutex<Vec<(String, Arc<PinnedChunks>)>>;
+
 /// What a device's workers share: the NTT (its tables), the parameter
 /// cache, the sparse product with the constraint matrices kept on the
 /// device, and the device's time origin (a completed event: the origin of
@@ -202,6 +218,8 @@ pub struct DeviceShared {
     pub matrices: Arc<DeviceMatrixSets>,
     /// Page-locked streamed parameter vectors (shared by every device).
     pub pins: Arc<HostPins>,
+    /// Page-locked constraint-matrix chunks (shared by every device).
+    pub chunked: Arc<ChunkedSets>,
 }
 
 /// A worker's two arenas (carved from its device's pool): the partition's
@@ -267,6 +285,11 @@ pub struct GpuProver {
     /// a, b, c on the device (the plan holds the witness vector and the
     /// matrices).
     abc_on_device: bool,
+    /// a, b, c on the device from streamed matrix chunks (z and the chunk
+    /// slots in the MSM arena during compute_h).
+    abc_streamed: bool,
+    /// The device's matrices in chunks (shared by every device).
+    chunked: Arc<ChunkedSets>,
     /// The sparse product and the device's matrices by shape (shared by
     /// its workers; `None`: recorded as not fitting).
     abc: Arc<GpuAbc>,
@@ -295,7 +318,7 @@ impl GpuProver {
         plan: &DevicePlan,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
-        let DeviceShared { ntt, srs, epoch, abc, matrices, pins } = shared;
+        let DeviceShared { ntt, srs, epoch, abc, matrices, pins, chunked } = shared;
         let gpu = memory.vectors.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig {
@@ -325,6 +348,8 @@ impl GpuProver {
             marks,
             epoch,
             abc_on_device: plan.witness_bytes > 0,
+            abc_streamed: plan.abc_streamed,
+            chunked,
             abc,
             matrices,
             pins,
@@ -504,8 +529,42 @@ enum Input {
     /// a, b, c and the witness from the host.
     Host(Synthesized),
     /// The witness from the host; a, b, c from the shape's matrices on the
-    /// device.
-    Witness(Witness, Arc<DeviceMatrices>),
+    /// device, resident or streamed.
+    Witness(Witness, AbcSource),
+}
+
+/// Where a, b, c come from on the device.
+enum AbcSource {
+    /// The shape's matrices resident on the device; z in the vectors arena.
+    Resident(Arc<DeviceMatrices>),
+    /// The shape's matrices streamed in chunks; z in the MSM arena while
+    /// compute_h runs.
+    Streamed(Arc<PinnedChunks>),
+}
+
+/// The sparse products of one partition, resident or streamed.
+enum Products<'a, 'b> {
+    Resident(&'a GpuAbc, &'a DeviceMatrices),
+    Streamed(&'a mut AbcStream<'b>),
+}
+
+impl Products<'_, '_> {
+    /// `out = M·z` for matrix `which`, kernels on `stream` (chunks, if
+    /// streamed, copied on `copy`).
+    fn product(
+        &mut self,
+        which: usize,
+        z: &DeviceBuffer<Scalar>,
+        out: &mut DeviceBuffer<Scalar>,
+        copy: &Stream,
+        stream: &Stream,
+    ) -> Result<(), Error> {
+        match self {
+            Self::Resident(abc, m) => abc.product_device(m, which, z, out, stream)?,
+            Self::Streamed(s) => s.product(which, z, out, copy, stream)?,
+        }
+        Ok(())
+    }
 }
 
 /// The densities of a partition: its own, or its shape's (shared).
@@ -551,6 +610,36 @@ impl GpuProver {
         cache.push((m.parameter_id.clone(), d.clone()));
         Ok(d)
     }
+
+    /// The shape's matrices in page-locked chunks for streaming, built by
+    /// the first partition that needs them in this process (~2 s and
+    /// 7.4 GB of host memory at 32 GiB), or `None` when the plan does not
+    /// stream a, b, c (then they are computed on the host).
+    fn streamed_matrices(&self, m: &Arc<ShapeMatrices>) -> Result<Option<Arc<PinnedChunks>>, Error> {
+        if !self.abc_streamed {
+            return Ok(None);
+        }
+        let mut cache = self.chunked.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, c)) = cache.iter().find(|(id, _)| *id == m.parameter_id) {
+            return Ok(Some(c.clone()));
+        }
+        let clock = Instant::now();
+        let chunks = Arc::new(ChunkedMatrices::new(&m.matrices.view(), MATRIX_SLOT_BYTES / 4)?);
+        let bytes = chunks.bytes();
+        let pinned = PinnedChunks::new(&self.gpu, chunks.clone()).unwrap_or_else(|e| {
+            log::warn!("porep-c2: page-locking the matrix chunks of {} failed ({e}); staged", m.parameter_id);
+            PinnedChunks::unregistered(chunks)
+        });
+        log::info!(
+            "porep-c2: constraint matrices of {} in chunks for streaming: {:.2} GB page-locked in {:.2} s",
+            m.parameter_id,
+            bytes as f64 / 1e9,
+            clock.elapsed().as_secs_f64()
+        );
+        let pinned = Arc::new(pinned);
+        cache.push((m.parameter_id.clone(), pinned.clone()));
+        Ok(Some(pinned))
+    }
 }
 
 impl PartitionProver for GpuProver {
@@ -589,8 +678,11 @@ impl PartitionProver for GpuProver {
 
         let input = match partition_data {
             Partition::Witness(w) => match self.device_matrices(&w.matrices)? {
-                Some(d) => Input::Witness(w, d),
-                None => Input::Host(w.into_synthesized()?),
+                Some(d) => Input::Witness(w, AbcSource::Resident(d)),
+                None => match self.streamed_matrices(&w.matrices)? {
+                    Some(c) => Input::Witness(w, AbcSource::Streamed(c)),
+                    None => Input::Host(w.into_synthesized()?),
+                },
             },
             Partition::Synthesized(s) => Input::Host(s),
         };
@@ -601,18 +693,33 @@ impl PartitionProver for GpuProver {
         let log_m = n.max(1).next_power_of_two().trailing_zeros();
         let m = 1usize << log_m;
 
-        // The partition's buffers from this worker's arena before any copy
+        // The partition's buffers from this worker's arenas before any copy
         // is queued: a partition larger than the plan fails here, typed,
         // with nothing in flight. Two domain vectors (a, and b's buffer
         // that takes c), and the witness: in b's buffer once H is done when
-        // a, b, c come from the host; in its own buffer (inputs first) when
-        // the device computes a, b, c from it.
+        // a, b, c come from the host; in its own buffer z (inputs first)
+        // when the device computes a, b, c from resident matrices; from
+        // streamed matrices, z and the chunk slots in the idle MSM arena,
+        // the witness copied into b's buffer once H is done.
         let st = &self.stream;
         let e = |x: GpuError| dev(x);
         let alloc = |len: usize| self.vectors.alloc::<Scalar>(len).map_err(e);
         let host_abc = matches!(input, Input::Host(_));
-        let (mut d_a, mut d_b) = (alloc(m)?, alloc(if host_abc { m.max(n_aux) } else { m })?);
-        let mut d_w = alloc(if host_abc { n_in } else { n_in + n_aux })?;
+        let chunks = match &input {
+            Input::Witness(_, AbcSource::Streamed(c)) => Some(c.clone()),
+            _ => None,
+        };
+        // z in the vectors arena: the MSMs read the witness from it.
+        let z_resident = !host_abc && chunks.is_none();
+        let (mut d_a, mut d_b) = (alloc(m)?, alloc(if z_resident { m } else { m.max(n_aux) })?);
+        let mut d_w = alloc(if z_resident { n_in + n_aux } else { n_in })?;
+        let (mut z_streamed, mut abc_stream) = match &chunks {
+            Some(c) => (
+                Some(self.scratch.alloc::<Scalar>(n_in + n_aux).map_err(e)?),
+                Some(self.abc.stream_matrices(c, &self.scratch, stager.stream())?),
+            ),
+            None => (None, None),
+        };
         // Declared after the buffers, so dropped before them: on an early
         // return the device finishes what is queued on them first (a pool
         // hands a freed range out again at once).
@@ -668,7 +775,7 @@ impl PartitionProver for GpuProver {
                 g.h2d_bytes = ((3 * n + n_aux + n_in) * std::mem::size_of::<Scalar>()) as u64;
                 Densities::Owned([a_aux_density, b_input_density, b_aux_density])
             }
-            Input::Witness(w, matrices) => {
+            Input::Witness(w, source) => {
                 let Witness { inputs, aux, matrices: shape } = w;
                 let [da, dbi, dba] = [&shape.densities.0, &shape.densities.1, &shape.densities.2];
                 check_parameters_for(n, n_in, n_aux, [da, dbi, dba], params)?;
@@ -676,15 +783,19 @@ impl PartitionProver for GpuProver {
                 // the aux part sent compact and expanded on the device, after
                 // the inputs on the copy stream (temporaries in the idle MSM
                 // arena; where even that has no room, sent as full scalars).
-                stager.upload(&mut d_w, 0, &inputs).map_err(e)?;
-                let sent = match self.abc.expand_witness(&aux, &mut d_w, n_in, &self.scratch, stager.stream()) {
+                let z = match z_streamed.as_mut() {
+                    Some(z) => z,
+                    None => &mut d_w,
+                };
+                stager.upload(z, 0, &inputs).map_err(e)?;
+                let sent = match self.abc.expand_witness(&aux, z, n_in, &self.scratch, stager.stream()) {
                     Ok(()) => aux.bytes(),
                     Err(c2_abc::AbcError::Gpu(x)) if x.is_out_of_memory() => {
                         log::warn!(
                             "porep-c2: GPU {}: no room to expand the witness ({x}); sent as scalars",
                             self.name()
                         );
-                        stager.upload(&mut d_w, n_in, &aux.expand()).map_err(e)?;
+                        stager.upload(z, n_in, &aux.expand()).map_err(e)?;
                         n_aux * std::mem::size_of::<Scalar>()
                     }
                     Err(x) => return Err(x.into()),
@@ -693,20 +804,35 @@ impl PartitionProver for GpuProver {
                 drop((inputs, aux));
                 st.wait(&k.aux_up).map_err(e)?;
                 k.ntt_start.record(st).map_err(e)?;
-                let abc = &self.abc;
-                abc.product_device(&matrices, 0, &d_w, &mut d_a, st)?;
-                abc.product_device(&matrices, 1, &d_w, &mut d_b, st)?;
+                let (mut products, matrix_bytes) = match (&source, abc_stream.as_mut()) {
+                    (AbcSource::Resident(d), _) => (Products::Resident(&self.abc, d), 0),
+                    (AbcSource::Streamed(c), Some(s)) => (Products::Streamed(s), c.matrices().bytes()),
+                    (AbcSource::Streamed(_), None) => {
+                        return Err(dev(GpuError::Invalid("streamed a, b, c without chunk slots".into())))
+                    }
+                };
+                let copy = stager.stream();
+                let z = &*z;
+                products.product(0, z, &mut d_a, copy, st)?;
+                products.product(1, z, &mut d_b, copy, st)?;
                 k.a_up.record(st).map_err(e)?;
                 self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
                 self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
                 self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
                 k.mul_done.record(st).map_err(e)?;
-                abc.product_device(&matrices, 2, &d_w, &mut d_b, st)?;
+                products.product(2, z, &mut d_b, copy, st)?;
                 k.c_up.record(st).map_err(e)?;
                 self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
                 self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
                 k.h_done.record(st).map_err(e)?;
-                g.h2d_bytes = (n_in * std::mem::size_of::<Scalar>() + sent) as u64;
+                if let Some(z) = z_streamed.as_ref() {
+                    // The witness where the MSMs read it (the MSM arena is
+                    // theirs next): aux into b's buffer, the inputs into
+                    // their own, device to device (~4 ms at 32 GiB).
+                    d_b.copy_range_from_async(0, z, n_in, n_aux, st).map_err(e)?;
+                    d_w.copy_range_from_async(0, z, 0, n_in, st).map_err(e)?;
+                }
+                g.h2d_bytes = (n_in * std::mem::size_of::<Scalar>() + sent + matrix_bytes) as u64;
                 Densities::Shape(shape)
             }
         };
@@ -716,6 +842,10 @@ impl PartitionProver for GpuProver {
         // The MSMs run on the MSM's own stream: finish H and the uploads.
         k.aux_up.synchronize().map_err(e)?;
         st.synchronize().map_err(e)?;
+        // z and the chunk slots leave the MSM arena (their copies and
+        // kernels are done: both streams were waited for).
+        drop(abc_stream);
+        drop(z_streamed);
         t.ntt = clock.elapsed();
         g.upload_ms = k.aux_up.elapsed_ms(&k.copy_start).map_err(e)?;
         g.ntt_ms = k.h_done.elapsed_ms(&k.ntt_start).map_err(e)?;
@@ -738,7 +868,7 @@ impl PartitionProver for GpuProver {
 
         // The witness's scalars: inputs and aux in their own buffers, or
         // both in z.
-        let (inputs, aux) = if host_abc {
+        let (inputs, aux) = if !z_resident {
             (DeviceScalars::montgomery(&d_w), DeviceScalars::montgomery(&d_b).prefix(n_aux))
         } else {
             let z = DeviceScalars::montgomery(&d_w);

@@ -24,7 +24,9 @@
 //! on every partition), whole-query runs with longer chunks, and, once every
 //! parameter vector is resident, a, b, c on the device: each worker's
 //! witness vector (4.2 GB at 32 GiB) and the shape's constraint matrices
-//! (7.3 GB), so only the witness crosses PCIe. Scratch
+//! (7.3 GB), so only the witness crosses PCIe; where they do not fit, the
+//! matrices are streamed in row chunks and z lives in the MSM arena while
+//! compute_h runs (that arena grown for it: [`plan_device`]). Scratch
 //! comes before residency because it was measured to matter more: on the
 //! H200, 32 runs of 2^22 instead of one run cost the H MSM 0.87 s (2.29 vs
 //! 1.42 s, bases resident), and a third of the pass budget slowed H and B_G2
@@ -61,6 +63,10 @@ pub const SHARED_SLACK: usize = 256 << 20;
 /// Slack of each MSM arena: buffers that grow inside one MSM (prefix-sum
 /// temporaries, partial sums) leave holes; measured scratch stays below it.
 const MSM_SLACK: usize = 96 << 20;
+/// Bytes per slot of streamed constraint-matrix chunks (two per worker):
+/// 64 M words, ~30 M entries, so a 32 GiB partition's 7.3 GB arrive in
+/// ~30 chunks of ~5 ms of PCIe each, each computed while the next arrives.
+pub const MATRIX_SLOT_BYTES: usize = 256 << 20;
 
 /// What decides a partition's device memory: its domain, witness and
 /// parameter vector lengths.
@@ -173,6 +179,21 @@ impl PartitionShape {
         4 * (3 * (self.domain() + 1) + 2 * self.matrix_entries) + (1 << 20)
     }
 
+    /// Device bytes a worker needs during compute_h when a, b, c are
+    /// computed from streamed matrices (all in its MSM arena, idle until
+    /// the MSMs): z = (inputs, aux) as scalars, two matrix-chunk slots, the
+    /// compact witness' temporaries (its bits and, as the host's admission
+    /// estimate assumes, one aux value in 16 listed in full: 0.31 GB at
+    /// 32 GiB, 77 MB measured) and the coefficient table. 5.1 GB at 32 GiB;
+    /// 0 when the matrices are not known.
+    pub fn streamed_abc_bytes(&self) -> usize {
+        if self.matrix_entries == 0 {
+            return 0;
+        }
+        let compact = (self.aux / 8).next_multiple_of(256) + (self.aux / 16) * (4 + SCALAR) + (2 << 20);
+        self.witness_bytes() + 2 * MATRIX_SLOT_BYTES + compact + (1 << 20) + MSM_SLACK
+    }
+
     /// Device bytes of the three density masks (bit words and per-word ranks).
     fn mask_bytes(&self) -> usize {
         let mask = |bits: usize| {
@@ -224,8 +245,13 @@ pub struct DevicePlan {
     /// they come from the host.
     pub witness_bytes: usize,
     /// Bytes planned for the shape's matrices in the shared part (0: a, b,
-    /// c on the host).
+    /// c on the host or from streamed matrices).
     pub matrices_bytes: usize,
+    /// a, b, c computed on the device from matrices streamed in chunks
+    /// (`c2_abc::AbcStream`) with z in the idle MSM arena (sized for it:
+    /// [`PartitionShape::streamed_abc_bytes`]): when the matrices do not fit
+    /// resident.
+    pub abc_streamed: bool,
 }
 
 impl DevicePlan {
@@ -237,8 +263,13 @@ impl DevicePlan {
     /// Bytes one partition moves host-to-device under this plan: the
     /// witness and masks only when a, b, c are computed on the device.
     pub fn pcie_bytes(&self, shape: &PartitionShape) -> usize {
+        let witness = (shape.aux + shape.inputs) * SCALAR + shape.mask_bytes();
         if self.matrices_bytes > 0 {
-            (shape.aux + shape.inputs) * SCALAR + shape.mask_bytes()
+            witness
+        } else if self.abc_streamed {
+            let streamed: usize =
+                shape.parameter_bytes().iter().zip(&self.resident).filter(|(_, &r)| !r).map(|(b, _)| b).sum();
+            witness + shape.matrices_bytes() + streamed
         } else {
             shape.pcie_bytes(&self.resident)
         }
@@ -268,6 +299,8 @@ impl DevicePlan {
             self.slot_bytes / G1_POINT,
             if self.matrices_bytes > 0 {
                 format!("on the device ({:.1} GB of matrices)", gb(self.matrices_bytes))
+            } else if self.abc_streamed {
+                format!("on the device from streamed matrices ({:.1} GB)", gb(shape.matrices_bytes()))
             } else {
                 "from the host".to_string()
             },
@@ -348,11 +381,48 @@ impl MsmTier {
 /// Plans `budget` bytes of one device for `workers` workers proving
 /// partitions of `shape` (see the module's documentation for the order).
 /// Fewer workers when not all fit; [`TooSmall`] when not even one does.
+///
+/// When the shape's matrices are known but do not fit resident, a, b, c
+/// are still computed on the device, from matrices streamed in chunks
+/// (`DevicePlan::abc_streamed`), if one worker's MSM arena can hold z and
+/// two chunk slots ([`PartitionShape::streamed_abc_bytes`]), with as many
+/// workers as then fit, even if that is fewer than with a, b, c from the
+/// host: host a, b, c cost a 32 GiB partition ~2.5 s of host work on the
+/// worker's critical path, 12.5 GB of host memory and ~1.8 s of staged
+/// PCIe, measured at a 16 GiB cap (BENCHMARKS.md, session 12), against
+/// 7.3 GB of page-locked matrix chunks (~0.15 s at 55 GB/s).
 pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Result<DevicePlan, TooSmall> {
+    let host = plan_with(budget, workers, shape, 0)?;
+    let floor = shape.streamed_abc_bytes();
+    if host.matrices_bytes > 0 || floor == 0 {
+        return Ok(host);
+    }
+    for w in (1..=host.workers).rev() {
+        match plan_with(budget, w, shape, floor) {
+            Ok(p) if p.workers == w => return Ok(p),
+            _ => continue,
+        }
+    }
+    Ok(host)
+}
+
+/// [`plan_device`] with a, b, c never from streamed matrices: resident when
+/// the plan has room for the matrices, else computed on the host (for a
+/// host short of the 7.4 GB the page-locked chunks of a 32 GiB shape take;
+/// `GpuBackendConfig::stream_matrices`).
+pub fn plan_device_host_abc(budget: usize, workers: usize, shape: &PartitionShape) -> Result<DevicePlan, TooSmall> {
+    plan_with(budget, workers, shape, 0)
+}
+
+/// The plan for `workers` workers whose MSM arenas are at least `floor`
+/// bytes (0: a, b, c resident or from the host; else streamed, z and the
+/// slots in the MSM arena).
+fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize) -> Result<DevicePlan, TooSmall> {
     let tables = c2_ntt::table_bytes(shape.log_domain) + SHARED_SLACK;
     let vectors = shape.vectors_bytes();
+    let arena = |t: &MsmTier, pass: usize| t.arena(shape, pass).max(floor);
     let small = MsmTier::new(shape, Some(MIN_RUN), SLOT_BYTES);
-    let minimum = tables + vectors + small.arena(shape, small.min_pass(shape));
+    let minimum = tables + vectors + arena(&small, small.min_pass(shape));
     let workers = workers.max(1).min(budget.saturating_sub(tables) / (minimum - tables));
     if workers == 0 {
         return Err(TooSmall { budget, minimum, log_domain: shape.log_domain });
@@ -360,7 +430,7 @@ pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Res
     // Per worker, for its MSM arena: what the budget leaves beside
     // `resident` bytes of parameters.
     let room = |resident: usize| (budget - tables - resident) / workers - vectors;
-    let fits = |t: &MsmTier, pass: usize, resident: usize| t.arena(shape, pass) <= room(resident);
+    let fits = |t: &MsmTier, pass: usize, resident: usize| arena(t, pass) <= room(resident);
 
     // 1. MSM scratch: runs of 2^24 with every window in one pass, else
     //    2^23 likewise, else 2^23 with as many windows per pass as fit.
@@ -375,21 +445,29 @@ pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Res
     };
     // 2. Resident parameters: the most bytes that fit beside those arenas.
     let params = shape.parameter_bytes();
-    let keep = c2_vram::plan_residency(&params, budget - tables - workers * (vectors + tier.arena(shape, pass)));
+    let keep = c2_vram::plan_residency(&params, budget - tables - workers * (vectors + arena(&tier, pass)));
     let resident = [keep[0], keep[1], keep[2], keep[3], keep[4]];
     let resident_bytes: usize = params.iter().zip(&resident).filter(|(_, &r)| r).map(|(b, _)| b).sum();
     // 3. Whole-query runs and wide slots with what is still left.
     let wide = MsmTier::new(shape, None, WIDE_SLOT_BYTES);
     let (tier, pass) =
         if fits(&wide, wide.full_pass(shape), resident_bytes) { (wide, wide.full_pass(shape)) } else { (tier, pass) };
+    // An arena grown to the floor gives its surplus to the window passes.
+    let pass = if floor > tier.arena(shape, pass) {
+        (pass + floor - tier.arena(shape, pass)).min(tier.full_pass(shape)).max(pass)
+    } else {
+        pass
+    };
     // 4. a, b, c on the device: once every parameter vector is resident
     //    (streaming bases costs more than a, b, c from the host), each
     //    worker's witness vector and the shape's matrices (7.3 GB at
     //    32 GiB), if they fit what the wide tier left. Saves 12.5 GB of
-    //    host memory and PCIe per 32 GiB partition.
+    //    host memory and PCIe per 32 GiB partition. (With a floor, a, b,
+    //    c come from streamed matrices instead.)
     let (witness, matrices) = (shape.witness_bytes(), shape.matrices_bytes());
-    let used = tables + resident_bytes + workers * (vectors + tier.arena(shape, pass));
-    let on_device = matrices > 0 && resident == [true; 5] && used + workers * witness + matrices <= budget;
+    let used = tables + resident_bytes + workers * (vectors + arena(&tier, pass));
+    let on_device =
+        floor == 0 && matrices > 0 && resident == [true; 5] && used + workers * witness + matrices <= budget;
     let (witness, matrices) = if on_device { (witness, matrices) } else { (0, 0) };
     let p = DevicePlan {
         budget,
@@ -397,7 +475,8 @@ pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Res
         vectors_bytes: vectors + witness,
         witness_bytes: witness,
         matrices_bytes: matrices,
-        msm_bytes: tier.arena(shape, pass),
+        abc_streamed: floor > 0,
+        msm_bytes: arena(&tier, pass),
         pass_budget: pass,
         // Kept even when nothing is planned resident: the device's cache
         // may still hold a vector when a partition comes (another set's
@@ -457,6 +536,11 @@ mod tests {
                     assert!(p.pass_budget >= min_pass_budget(g2, G2_XYZZ, MSM_THREADS), "{what}");
                     // Streaming slots are always planned (another set may hold the room).
                     assert!(p.msm_bytes >= p.pass_budget + split_bytes(g1) + 2 * p.slot_bytes, "{what}");
+                    // Streamed a, b, c: z and the chunk slots fit the MSM arena;
+                    // never both streamed and resident matrices.
+                    if p.abc_streamed {
+                        assert!(p.msm_bytes >= shape.streamed_abc_bytes() && p.matrices_bytes == 0, "{what}");
+                    }
                 }
             }
         }
@@ -491,15 +575,28 @@ mod tests {
         let shape = PartitionShape::for_sector_size(0x8_0000_0000).unwrap();
         let params: usize = shape.parameter_bytes().iter().sum();
         assert!((47_000_000_000..48_000_000_000).contains(&params), "{params}");
-        // 16 GiB: one worker with runs of 2^24, every window in one pass.
+        let streamed = shape.streamed_abc_bytes();
+        assert!((5_000_000_000..5_300_000_000).contains(&streamed), "{streamed}");
+        // 16 GiB: one worker, a, b, c from streamed matrices (z and the
+        // slots in its MSM arena), runs of 2^24, every window in one pass.
         let p = plan_device(16 * GIB, 2, &shape).unwrap();
-        assert_eq!((p.workers, p.max_run), (1, Some(MID_RUN)), "{}", p.describe(&shape));
-        // 24 GiB: two workers; or one with runs of 2^24 and ~10 GB resident.
+        assert_eq!((p.workers, p.max_run, p.abc_streamed), (1, Some(MID_RUN), true), "{}", p.describe(&shape));
+        assert!(p.msm_bytes >= streamed, "{}", p.describe(&shape));
+        // PCIe per partition: the matrices and the witness instead of a,
+        // b, c and the witness (16.7 GB) on top of the streamed bases.
+        let host_abc = shape.pcie_bytes(&p.resident);
+        assert!(p.pcie_bytes(&shape) + 5_000_000_000 < host_abc, "{} vs {host_abc}", p.pcie_bytes(&shape));
+        // 24 GiB: one worker streaming a, b, c rather than two computing
+        // them on the host, with two G1/G2 vectors (~9.6 GB) resident.
         let p = plan_device(24 * GIB, 2, &shape).unwrap();
-        assert_eq!(p.workers, 2, "{}", p.describe(&shape));
-        let p = plan_device(24 * GIB, 1, &shape).unwrap();
+        assert_eq!((p.workers, p.abc_streamed), (1, true), "{}", p.describe(&shape));
         assert_eq!(p.max_run, Some(MID_RUN), "{}", p.describe(&shape));
         assert!(p.resident_bytes(&shape) > 9_000_000_000, "{}", p.describe(&shape));
+        // Host a, b, c where z and the slots do not fit: the minimum.
+        let min = plan_device(16 * GIB, 1, &shape).unwrap();
+        let tight = min.tables_bytes + shape.vectors_bytes() + streamed - 1;
+        let p = plan_device(tight, 1, &shape).unwrap();
+        assert!(!p.abc_streamed && p.matrices_bytes == 0, "{}", p.describe(&shape));
         // 40 GiB, one worker: more than 20 GB resident, less over PCIe.
         let p = plan_device(40 * GIB, 1, &shape).unwrap();
         assert!(p.resident_bytes(&shape) > 20_000_000_000, "{}", p.describe(&shape));
@@ -516,10 +613,10 @@ mod tests {
         // ... and a, b, c on the device: each worker's witness vector and
         // 7.3 GB of matrices; only the witness crosses PCIe.
         assert!(p.matrices_bytes > 7_000_000_000 && p.witness_bytes >= shape.aux * SCALAR, "{}", p.describe(&shape));
-        assert!(p.pcie_bytes(&shape) < 4_300_000_000, "{}", p.describe(&shape));
-        // Parameters streamed: a, b, c from the host (they cost less than bases).
+        assert!(!p.abc_streamed && p.pcie_bytes(&shape) < 4_300_000_000, "{}", p.describe(&shape));
+        // Parameters partly streamed: matrices streamed too, not resident.
         let p = plan_device(40 * GIB, 1, &shape).unwrap();
-        assert_eq!((p.matrices_bytes, p.witness_bytes), (0, 0), "{}", p.describe(&shape));
+        assert_eq!((p.matrices_bytes, p.witness_bytes, p.abc_streamed), (0, 0, true), "{}", p.describe(&shape));
         // Every resident byte is one less over PCIe.
         let streamed_all = shape.pcie_bytes(&[false; 5]);
         assert_eq!(streamed_all - shape.pcie_bytes(&[true; 5]), params);
