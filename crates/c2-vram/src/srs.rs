@@ -106,6 +106,18 @@ impl SrsCache {
         self.state.lock().map(|s| s.0.iter().map(|e| e.bytes).sum()).unwrap_or(0)
     }
 
+    /// Drops the set `key` from the cache; the device bytes it held (0: not
+    /// resident). A partition still using it keeps its copy until it ends
+    /// (the buffers go back to the pool with the last holder).
+    pub fn evict(&self, key: &str) -> usize {
+        let Ok(mut guard) = self.state.lock() else { return 0 };
+        let entries = &mut guard.0;
+        match entries.iter().position(|e| e.key == key) {
+            Some(i) => entries.swap_remove(i).bytes,
+            None => 0,
+        }
+    }
+
     /// The set `key` on the device: the resident copy, or `source()` uploaded
     /// now. The whole set when it fits with `reserve` bytes left free
     /// (dropping least recently used sets not in use); else the vectors

@@ -146,6 +146,15 @@ pub trait PartitionProver: Send + Sync {
         let _ = (params, params_key);
         Ok(false)
     }
+
+    /// Drops the set `params_key` from this worker's device cache (a
+    /// partition still proving with it keeps its copy until it ends);
+    /// returns the device bytes released (0: not resident, or released
+    /// through another worker of the same device).
+    fn evict(&self, params_key: &str) -> usize {
+        let _ = params_key;
+        0
+    }
 }
 
 /// Whole-partition workers and the turns proofs take at them.
@@ -237,6 +246,15 @@ impl Backend {
                 Err(Error::Worker { worker: "none".into(), message: "a backend with no workers".into() })
             }
         }
+    }
+
+    /// Drops `params` (the set for `parameter_id`) from every device; the
+    /// device bytes released. The host copy is the caller's (see
+    /// [`crate::ParamsCache::evict`]).
+    pub fn evict(&self, parameter_id: &str, params: &Parameters<Bls12>) -> usize {
+        let Self::Workers(workers) = self else { return 0 };
+        let key = params_key(parameter_id, params);
+        workers.provers.iter().map(|w| w.evict(&key)).sum()
     }
 
     /// Uploads `params` (the set for `parameter_id`, as

@@ -651,6 +651,10 @@ impl PartitionProver for GpuProver {
         Ok(self.resident_params(params, params_key)?.is_some())
     }
 
+    fn evict(&self, params_key: &str) -> usize {
+        self.srs.evict(params_key)
+    }
+
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
         let PartitionJob { partition_data, host, params, params_key, r, s: s_blind, .. } = job;
         let mut stager = self

@@ -183,6 +183,18 @@ impl ParamsCache {
         }
     }
 
+    /// Forgets the set `source` names for `parameter_id` (its host memory is
+    /// freed once no proof holds it); the bytes it held (0: not cached, or
+    /// parameters given in memory).
+    pub fn evict(&self, source: &ParamsSource, parameter_id: &str) -> usize {
+        let Some(path) = source.path(parameter_id) else { return 0 };
+        let mut guard = self.lock();
+        let entries = &mut guard.0;
+        let bytes = entries.iter().filter(|e| e.id.path == path).map(|e| e.bytes).sum();
+        entries.retain(|e| e.id.path != path);
+        bytes
+    }
+
     /// Files read since the cache was made (each read decodes a whole set).
     pub fn reads(&self) -> usize {
         self.reads.load(Ordering::Relaxed)

@@ -1,0 +1,263 @@
+//! The service's configuration file (TOML). Every field has a default, so
+//! an empty file (or none) gives a working service on the default unix
+//! socket; `porep-c2 serve --print-config` writes the defaults out.
+
+use std::path::{Path, PathBuf};
+
+use porep_c2::{Backend, HostBudget, ParamsSource, ProverConfig};
+use serde::{Deserialize, Serialize};
+
+/// Where the service listens.
+pub const DEFAULT_LISTEN: &str = "unix:///run/porep-c2/cuzk.sock";
+
+/// The whole file.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServiceConfig {
+    /// The gRPC listener.
+    pub server: ServerSection,
+    /// The proving backend.
+    pub prover: ProverSection,
+    /// Queues.
+    pub jobs: JobsSection,
+}
+
+/// `[server]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerSection {
+    /// `unix:///path/to.sock` (the default, `unix:///run/porep-c2/cuzk.sock`)
+    /// or `host:port` for TCP. TCP on anything but loopback exposes the
+    /// prover to the network: put it behind your own access control.
+    pub listen: String,
+    /// Largest gRPC message in either direction, bytes (Curio's client
+    /// allows 256 MiB; a 32 GiB C1 output is ~50-100 MB).
+    pub max_message_bytes: usize,
+}
+
+impl Default for ServerSection {
+    fn default() -> Self {
+        Self { listen: DEFAULT_LISTEN.into(), max_message_bytes: 256 << 20 }
+    }
+}
+
+/// `[prover]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProverSection {
+    /// Folder of the Groth16 parameter files (filecoin-proofs' names).
+    /// Empty: `FIL_PROOFS_PARAMETER_CACHE`, else filecoin-proofs' default
+    /// folder.
+    pub params_dir: PathBuf,
+    /// `auto` (the GPUs when a device answers, else the CPU), `gpu` (fail
+    /// when none does) or `cpu`.
+    pub backend: String,
+    /// Device ordinals to use; empty: every device (`CUDA_VISIBLE_DEVICES`
+    /// still applies, as the driver reads it).
+    pub devices: Vec<usize>,
+    /// GPU workers per device (each proves whole partitions; two overlap
+    /// one partition's uploads with another's kernels).
+    pub workers_per_device: usize,
+    /// Device memory the service may take per device, GiB; 0: the driver's
+    /// free memory minus 2 GiB. A node that also runs PoSt on the same GPU
+    /// sets this below the card's memory (PoSt's own needs).
+    pub vram_cap_gib: usize,
+    /// Host memory for synthesized partitions of all proofs in flight,
+    /// GiB; 0: unbounded.
+    pub host_budget_gib: usize,
+    /// Synthesis threads per proof, ahead of the provers.
+    pub synthesis_workers: usize,
+    /// Parameter sets loaded and put on the devices at start, by circuit id
+    /// (`porep-2k`, `porep-8m`, `porep-512m`, `porep-32g`, `porep-64g`).
+    pub preload: Vec<String>,
+    /// Verify every proof before returning it (filecoin-proofs does; turn
+    /// off only for benchmarks).
+    pub verify: bool,
+}
+
+impl Default for ProverSection {
+    fn default() -> Self {
+        Self {
+            params_dir: PathBuf::new(),
+            backend: "auto".into(),
+            devices: Vec::new(),
+            workers_per_device: 2,
+            vram_cap_gib: 0,
+            host_budget_gib: 0,
+            synthesis_workers: 2,
+            preload: Vec::new(),
+            verify: true,
+        }
+    }
+}
+
+impl ProverSection {
+    /// The facade's configuration for this section: parameters (the
+    /// folder, else `FIL_PROOFS_PARAMETER_CACHE` as filecoin-proofs reads
+    /// it), the backend (`Err` for `gpu` when no device can be used),
+    /// pipeline and host budget, verification.
+    pub fn prover_config(&self) -> Result<ProverConfig, porep_c2::Error> {
+        let mut c = ProverConfig { params: ParamsSource::from_env(), ..ProverConfig::default() };
+        if !self.params_dir.as_os_str().is_empty() {
+            c.params = ParamsSource::CacheDir(self.params_dir.clone());
+        }
+        c.backend = self.backend()?;
+        c.verify = self.verify;
+        c.pipeline.synthesis_workers = self.synthesis_workers.max(1);
+        if self.host_budget_gib > 0 {
+            c.pipeline.host_budget = Some(HostBudget::new(self.host_budget_gib << 30));
+        }
+        Ok(c)
+    }
+
+    /// The backend `backend` names: `cpu`; `gpu` (every configured device,
+    /// else an error); `auto` (`gpu`, else the CPU after one warning).
+    pub fn backend(&self) -> Result<Backend, porep_c2::Error> {
+        if self.backend == "cpu" {
+            return Ok(Backend::cpu());
+        }
+        #[cfg(feature = "cuda")]
+        {
+            let mut g = porep_c2::gpu::GpuBackendConfig {
+                devices: self.devices.clone(),
+                workers_per_device: self.workers_per_device.max(1),
+                ..Default::default()
+            };
+            g.vram.cap = (self.vram_cap_gib > 0).then(|| self.vram_cap_gib << 30);
+            match porep_c2::gpu::gpu_backend(&g) {
+                Ok(b) => Ok(b),
+                Err(e) if self.backend == "auto" => {
+                    log::warn!("porep-c2: {e}; proving on the CPU");
+                    Ok(Backend::cpu())
+                }
+                Err(e) => Err(e),
+            }
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            let e = porep_c2::Error::gpu("backend", porep_c2::GpuError::NotCompiled);
+            if self.backend == "gpu" {
+                return Err(e);
+            }
+            log::warn!("porep-c2: {e}; proving on the CPU");
+            Ok(Backend::cpu())
+        }
+    }
+}
+
+/// `[jobs]`.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct JobsSection {
+    /// Proofs proved at once (their partitions share the GPU workers).
+    pub concurrent_proofs: usize,
+    /// Proofs queued or running at most; beyond, submits are refused
+    /// (`RESOURCE_EXHAUSTED`). Match Curio's `[Cuzk] MaxPending`.
+    pub max_pending: usize,
+    /// Finished jobs remembered for `AwaitProof` and request-id
+    /// deduplication.
+    pub keep_finished: usize,
+}
+
+impl Default for JobsSection {
+    fn default() -> Self {
+        let d = crate::jobs::JobsConfig::default();
+        Self { concurrent_proofs: d.concurrent_proofs, max_pending: d.max_pending, keep_finished: d.keep_finished }
+    }
+}
+
+/// Errors reading the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a valid configuration (unknown keys included).
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: toml::de::Error,
+    },
+    /// A value is out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl JobsSection {
+    /// The job table's settings.
+    pub fn jobs_config(&self) -> crate::jobs::JobsConfig {
+        crate::jobs::JobsConfig {
+            concurrent_proofs: self.concurrent_proofs,
+            max_pending: self.max_pending,
+            keep_finished: self.keep_finished,
+        }
+    }
+}
+
+impl ServiceConfig {
+    /// The file at `path`, checked.
+    pub fn read(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.into(), source })?;
+        let c: Self = toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.into(), source })?;
+        c.check()?;
+        Ok(c)
+    }
+
+    /// Checks the values no type can.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        let bad = |w: String| Err(ConfigError::Invalid(w));
+        if !matches!(self.prover.backend.as_str(), "auto" | "gpu" | "cpu") {
+            return bad(format!("prover.backend = {:?}: auto, gpu or cpu", self.prover.backend));
+        }
+        if self.jobs.concurrent_proofs == 0 || self.jobs.max_pending == 0 {
+            return bad("jobs.concurrent_proofs and jobs.max_pending must be at least 1".into());
+        }
+        for id in &self.prover.preload {
+            if !crate::engine::POREP_CIRCUITS.iter().any(|(c, _)| c == id) {
+                return bad(format!("prover.preload: unknown circuit id {id:?} (porep-2k .. porep-64g)"));
+            }
+        }
+        crate::server::Listen::parse(&self.server.listen).map(|_| ()).map_err(ConfigError::Invalid)
+    }
+
+    /// The configuration as TOML (the sample file).
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_round_trip_and_bad_values_are_refused() {
+        let d = ServiceConfig::default();
+        assert_eq!(toml::from_str::<ServiceConfig>(&d.to_toml()).unwrap(), d);
+        assert_eq!(toml::from_str::<ServiceConfig>("").unwrap(), d);
+        d.check().unwrap();
+        let c: ServiceConfig =
+            toml::from_str("[server]\nlisten = \"127.0.0.1:9820\"\n[prover]\nvram_cap_gib = 16\n").unwrap();
+        assert_eq!((c.server.listen.as_str(), c.prover.vram_cap_gib), ("127.0.0.1:9820", 16));
+        c.check().unwrap();
+        assert!(toml::from_str::<ServiceConfig>("[prover]\nvram_gib = 16\n").is_err(), "unknown key");
+        let mut c = d.clone();
+        c.prover.backend = "tpu".into();
+        assert!(c.check().is_err());
+        let mut c = d.clone();
+        c.prover.preload = vec!["porep-1t".into()];
+        assert!(c.check().is_err());
+        let mut c = d;
+        c.server.listen = "unix://".into();
+        assert!(c.check().is_err());
+    }
+}

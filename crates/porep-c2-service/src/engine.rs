@@ -1,0 +1,234 @@
+//! What proves a request: the [`Engine`] trait (one small seam, so another
+//! proof kind or a node's own prover can sit behind the same service) and
+//! [`PorepEngine`], C2 through the `porep-c2` facade.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::Parameters;
+use blstrs::Bls12;
+use porep_c2::{parse_c1_json, prove_porep_c2_with_report, CancelToken, ProofReport, ProverConfig, SectorId};
+
+use crate::request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
+
+/// Why a request did not give a proof.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The engine does not prove this kind (answered `UNIMPLEMENTED`).
+    #[error("{} proofs are not implemented by this service", .0.name())]
+    Unimplemented(ProofKind),
+    /// The request contradicts itself (e.g. its registered proof is not the
+    /// C1 output's).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The prover refused or failed, with its typed error (bad C1 JSON,
+    /// tampered vanilla proofs, missing parameters, a device error that the
+    /// retry backend could not absorb, ...).
+    #[error(transparent)]
+    Prover(#[from] porep_c2::Error),
+    /// Cancelled by the client or by a draining shutdown.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// A finished proof and where its time went.
+#[derive(Clone, Debug, Default)]
+pub struct ProofOutput {
+    /// The proof bytes (PoRep: 192 per partition, verified before returned).
+    pub proof: Vec<u8>,
+    /// Reading or finding the parameters.
+    pub params_load: Duration,
+    /// Synthesis, summed over partitions.
+    pub synthesis: Duration,
+    /// GPU kernel time, summed over partitions (0 on the CPU).
+    pub gpu_compute: Duration,
+    /// Partitions proved again on the retry backend after a device fault.
+    pub retries: usize,
+    /// Host-to-device bytes (GPU workers).
+    pub h2d_bytes: u64,
+}
+
+impl ProofOutput {
+    /// The figures of a facade report.
+    pub fn from_report(proof: Vec<u8>, r: &ProofReport) -> Self {
+        let gpu: Vec<_> = r.partitions.iter().filter_map(|p| p.steps.gpu.as_ref()).collect();
+        Self {
+            proof,
+            params_load: r.load_params,
+            synthesis: r.partitions.iter().map(|p| p.synthesis).sum(),
+            gpu_compute: Duration::from_secs_f64(gpu.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3),
+            retries: r.retries(),
+            h2d_bytes: gpu.iter().map(|g| g.h2d_bytes).sum(),
+        }
+    }
+}
+
+/// A parameter set the engine holds (for `GetStatus` and `EvictSRS`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoadedSet {
+    /// The circuit id (`porep-32g`, ...).
+    pub circuit_id: String,
+    /// Host bytes of the set.
+    pub bytes: u64,
+    /// On the devices as well as in host memory.
+    pub on_device: bool,
+}
+
+/// Proves requests. Called from the service's runner threads (blocking is
+/// expected; several calls may run at once).
+pub trait Engine: Send + Sync + 'static {
+    /// Whether this engine proves `kind` (others are answered
+    /// `UNIMPLEMENTED` before anything is queued).
+    fn supports(&self, kind: ProofKind) -> bool;
+
+    /// Proves `request`, checking `cancel` where it can stop early.
+    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError>;
+
+    /// Loads the parameter set of `circuit_id` (e.g. `porep-32g`) and keeps
+    /// it ready; `Ok(true)` when it was loaded already.
+    fn preload(&self, circuit_id: &str) -> Result<bool, EngineError>;
+
+    /// Drops the set of `circuit_id`; the bytes freed (0: it was not held).
+    fn evict(&self, circuit_id: &str) -> Result<u64, EngineError>;
+
+    /// The sets held now.
+    fn loaded(&self) -> Vec<LoadedSet>;
+}
+
+/// The circuit ids of the PoRep sizes (`porep-2k` .. `porep-64g`), by sector
+/// size: what `PreloadSRS` / `EvictSRS` name.
+pub const POREP_CIRCUITS: [(&str, u64); 5] = [
+    ("porep-2k", 2048),
+    ("porep-8m", 8 << 20),
+    ("porep-512m", 512 << 20),
+    ("porep-32g", 32 << 30),
+    ("porep-64g", 64 << 30),
+];
+
+/// Commit phase 2 through the `porep-c2` facade: the C1 JSON parsed and
+/// checked, the prover id derived from the miner's actor id, parameters
+/// read once per process (the config's shared `ParamsCache`) and kept on
+/// the devices, the proof verified before it is returned.
+pub struct PorepEngine {
+    config: ProverConfig,
+    /// Sets preloaded, kept alive here so the cache does not drop them.
+    held: Mutex<Vec<HeldSet>>,
+}
+
+/// A preloaded parameter set.
+struct HeldSet {
+    circuit_id: String,
+    parameter_id: String,
+    bytes: u64,
+    params: Arc<Parameters<Bls12>>,
+}
+
+impl PorepEngine {
+    /// An engine proving with `config` (its backend, parameter source and
+    /// caches; `pipeline.priority` and `pipeline.cancel` are set per request).
+    pub fn new(config: ProverConfig) -> Self {
+        Self { config, held: Mutex::new(Vec::new()) }
+    }
+
+    /// The prover's configuration.
+    pub fn config(&self) -> &ProverConfig {
+        &self.config
+    }
+
+    /// The parameter id of a PoRep circuit id (V1_1 parameters serve every
+    /// V1_1 and later registered proof of the size).
+    fn parameter_id(circuit_id: &str) -> Result<String, EngineError> {
+        let size = POREP_CIRCUITS.iter().find(|(id, _)| *id == circuit_id).map(|(_, s)| *s).ok_or_else(|| {
+            EngineError::Invalid(format!("unknown circuit id {circuit_id:?} (porep-2k .. porep-64g)"))
+        })?;
+        let rp = (5..10)
+            .filter_map(registered_seal_proof)
+            .find(|rp| u64::from(rp.sector_size()) == size)
+            .ok_or_else(|| EngineError::Invalid(format!("no registered proof of {size} bytes")))?;
+        rp.circuit_identifier().map_err(|e| EngineError::Invalid(format!("{rp:?}: {e}")))
+    }
+}
+
+impl Engine for PorepEngine {
+    fn supports(&self, kind: ProofKind) -> bool {
+        kind == ProofKind::PorepSealCommit
+    }
+
+    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError> {
+        if request.kind != ProofKind::PorepSealCommit {
+            return Err(EngineError::Unimplemented(request.kind));
+        }
+        let c1 = parse_c1_json(&request.vanilla_proof)?;
+        let rp = registered_seal_proof(request.registered_proof).ok_or_else(|| {
+            EngineError::Invalid(format!(
+                "registered_proof {} is not a registered seal proof",
+                request.registered_proof
+            ))
+        })?;
+        if rp != c1.registered_proof {
+            return Err(EngineError::Invalid(format!(
+                "registered_proof {} ({rp:?}) but the C1 output is for {:?}",
+                request.registered_proof, c1.registered_proof
+            )));
+        }
+        let size = u64::from(rp.sector_size());
+        if request.sector_size != 0 && request.sector_size != size {
+            return Err(EngineError::Invalid(format!(
+                "sector_size {} but {rp:?} sectors have {size} bytes",
+                request.sector_size
+            )));
+        }
+        let mut config = self.config.clone();
+        config.pipeline.priority = request.priority;
+        config.pipeline.cancel = Some(cancel.clone());
+        let prover_id = prover_id_from_actor(request.miner_id);
+        let sector_id = SectorId::from(request.sector_number);
+        match prove_porep_c2_with_report(&c1, prover_id, sector_id, &config) {
+            Ok((out, report)) => Ok(ProofOutput::from_report(out.proof, &report)),
+            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn preload(&self, circuit_id: &str) -> Result<bool, EngineError> {
+        let parameter_id = Self::parameter_id(circuit_id)?;
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.iter().any(|h| h.circuit_id == circuit_id) {
+            return Ok(true);
+        }
+        let t = Instant::now();
+        let params =
+            self.config.params_cache.load(&self.config.params, &parameter_id).map_err(porep_c2::Error::from)?;
+        let on_device = self.config.backend.preload(&parameter_id, &params)?;
+        log::info!(
+            "porep-c2-service: {circuit_id} loaded in {:.1} s ({} on the devices)",
+            t.elapsed().as_secs_f64(),
+            if on_device > 0 { "resident" } else { "not resident" }
+        );
+        let bytes = porep_c2::parameter_bytes(&params) as u64;
+        held.push(HeldSet { circuit_id: circuit_id.to_string(), parameter_id, bytes, params });
+        Ok(false)
+    }
+
+    fn evict(&self, circuit_id: &str) -> Result<u64, EngineError> {
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(i) = held.iter().position(|h| h.circuit_id == circuit_id) else {
+            return Ok(0);
+        };
+        let HeldSet { parameter_id, bytes, params, .. } = held.remove(i);
+        let device = self.config.backend.evict(&parameter_id, &params);
+        drop(params);
+        let host = self.config.params_cache.evict(&self.config.params, &parameter_id);
+        log::info!(
+            "porep-c2-service: {circuit_id} evicted ({:.2} GB of host memory, {:.2} GB on the devices)",
+            host as f64 / 1e9,
+            device as f64 / 1e9
+        );
+        Ok(bytes)
+    }
+
+    fn loaded(&self) -> Vec<LoadedSet> {
+        let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        held.iter().map(|h| LoadedSet { circuit_id: h.circuit_id.clone(), bytes: h.bytes, on_device: true }).collect()
+    }
+}

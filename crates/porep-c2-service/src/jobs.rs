@@ -1,0 +1,388 @@
+//! The job table and its runners: requests queue by priority (then
+//! arrival), a fixed number of runner threads prove them through the
+//! [`Engine`], clients wait on a job's state, and nothing is dropped
+//! silently: every job ends completed, failed (with the error's text) or
+//! cancelled, also when the service drains.
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use porep_c2::CancelToken;
+use tokio::sync::watch;
+
+use crate::engine::{Engine, EngineError, ProofOutput};
+use crate::metrics::Metrics;
+use crate::request::{ProofKind, ProofRequest};
+
+/// How the job table runs.
+#[derive(Clone, Debug)]
+pub struct JobsConfig {
+    /// Proofs proved at once (each one's partitions share the backend's GPU
+    /// workers, which take turns by priority). Default 2: one proof's
+    /// synthesis and parameter reads overlap another's GPU work.
+    pub concurrent_proofs: usize,
+    /// Jobs queued or running at most; a submit beyond is refused
+    /// (`RESOURCE_EXHAUSTED`), so a node backs off instead of piling up
+    /// C1 outputs here. Default 32.
+    pub max_pending: usize,
+    /// Finished jobs remembered for `AwaitProof` and request-id
+    /// deduplication (oldest forgotten first). Default 1024.
+    pub keep_finished: usize,
+}
+
+impl Default for JobsConfig {
+    fn default() -> Self {
+        Self { concurrent_proofs: 2, max_pending: 32, keep_finished: 1024 }
+    }
+}
+
+/// How a job ended.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// The proof.
+    Completed(ProofOutput),
+    /// Why not: the typed error's message (with its causes).
+    Failed(String),
+    /// Cancelled before or while proving.
+    Cancelled,
+}
+
+/// A finished job's outcome with its timings.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Submitted until a runner took it.
+    pub queue_wait: Duration,
+    /// Submitted until it ended.
+    pub total: Duration,
+}
+
+/// Where a job is.
+#[derive(Clone, Debug)]
+pub enum JobState {
+    /// Waiting for a runner.
+    Queued,
+    /// Being proved.
+    Running,
+    /// Ended.
+    Done(Arc<Finished>),
+}
+
+/// One job.
+pub struct Job {
+    /// The id given to the client.
+    pub id: String,
+    /// What it proves.
+    pub request: ProofRequest,
+    submitted: Instant,
+    cancel: CancelToken,
+    state: watch::Sender<JobState>,
+}
+
+impl Job {
+    /// Its state now.
+    pub fn state(&self) -> JobState {
+        self.state.borrow().clone()
+    }
+
+    /// A receiver of its state changes.
+    pub fn watch(&self) -> watch::Receiver<JobState> {
+        self.state.subscribe()
+    }
+}
+
+/// A job waiting in the queue: higher priority first, then earlier.
+struct Queued {
+    priority: i32,
+    seq: u64,
+    job: Arc<Job>,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Self) -> bool {
+        (self.priority, self.seq) == (o.priority, o.seq)
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        self.priority.cmp(&o.priority).then(o.seq.cmp(&self.seq))
+    }
+}
+
+#[derive(Default)]
+struct Table {
+    jobs: HashMap<String, Arc<Job>>,
+    by_request: HashMap<String, String>,
+    queue: BinaryHeap<Queued>,
+    running: Vec<Arc<Job>>,
+    finished: VecDeque<String>,
+    seq: u64,
+    closing: bool,
+}
+
+/// Why a submit was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    /// The queue holds `max_pending` jobs.
+    #[error("{0} proofs queued or running: the service's max_pending; retry later")]
+    Full(usize),
+    /// The service is draining for shutdown.
+    #[error("the service is shutting down")]
+    Closing,
+}
+
+/// The job table (cheap to clone: shared).
+#[derive(Clone)]
+pub struct Jobs {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Arc<dyn Engine>,
+    config: JobsConfig,
+    table: Mutex<Table>,
+    wake: Condvar,
+    metrics: Arc<Metrics>,
+    ids: AtomicU64,
+}
+
+impl Jobs {
+    /// A table proving with `engine`; starts `config.concurrent_proofs`
+    /// runner threads (they end when the table is drained).
+    pub fn start(engine: Arc<dyn Engine>, config: JobsConfig, metrics: Arc<Metrics>) -> Self {
+        let inner = Arc::new(Inner {
+            engine,
+            config: config.clone(),
+            table: Mutex::new(Table::default()),
+            wake: Condvar::new(),
+            metrics,
+            ids: AtomicU64::new(1),
+        });
+        for n in 0..config.concurrent_proofs.max(1) {
+            let inner = inner.clone();
+            let spawned = std::thread::Builder::new().name(format!("prover-{n}")).spawn(move || inner.run());
+            if let Err(e) = spawned {
+                log::error!("porep-c2-service: runner thread {n} did not start: {e}");
+            }
+        }
+        Self { inner }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.inner.engine
+    }
+
+    /// The metrics the jobs update.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.inner.metrics
+    }
+
+    /// Queues `request`, or returns the job already made for its
+    /// `request_id` (idempotency: a client retrying after a lost answer
+    /// gets the same job). Returns the job and its place in the queue.
+    pub fn submit(&self, request: ProofRequest) -> Result<(Arc<Job>, usize), SubmitError> {
+        let mut t = self.inner.lock();
+        if !request.request_id.is_empty() {
+            if let Some(job) = t.by_request.get(&request.request_id).and_then(|id| t.jobs.get(id)) {
+                let place = t.queue.iter().filter(|q| q.job.id != job.id).count();
+                return Ok((job.clone(), place));
+            }
+        }
+        if t.closing {
+            return Err(SubmitError::Closing);
+        }
+        let pending = t.queue.len() + t.running.len();
+        if pending >= self.inner.config.max_pending {
+            return Err(SubmitError::Full(pending));
+        }
+        let id = format!("job-{}", self.inner.ids.fetch_add(1, Ordering::Relaxed));
+        let job = Arc::new(Job {
+            id: id.clone(),
+            request,
+            submitted: Instant::now(),
+            cancel: CancelToken::new(),
+            state: watch::channel(JobState::Queued).0,
+        });
+        if !job.request.request_id.is_empty() {
+            t.by_request.insert(job.request.request_id.clone(), id.clone());
+        }
+        t.jobs.insert(id, job.clone());
+        t.seq += 1;
+        let seq = t.seq;
+        t.queue.push(Queued { priority: job.request.priority, seq, job: job.clone() });
+        let place = t
+            .queue
+            .iter()
+            .filter(|q| (q.priority, std::cmp::Reverse(q.seq)) > (job.request.priority, std::cmp::Reverse(seq)))
+            .count();
+        drop(t);
+        self.inner.metrics.submitted(job.request.kind);
+        self.inner.wake.notify_one();
+        Ok((job, place))
+    }
+
+    /// The job `id` (finished ones while remembered).
+    pub fn get(&self, id: &str) -> Option<Arc<Job>> {
+        self.inner.lock().jobs.get(id).cloned()
+    }
+
+    /// Cancels job `id`: a queued job ends cancelled at once, a running one
+    /// is told to stop (it ends cancelled at its next check). `Some(true)`
+    /// when it was running, `None` when there is no such job.
+    pub fn cancel(&self, id: &str) -> Option<bool> {
+        let mut t = self.inner.lock();
+        let job = t.jobs.get(id)?.clone();
+        job.cancel.cancel();
+        let running = matches!(job.state(), JobState::Running);
+        let queued = t.queue.iter().any(|q| q.job.id == id);
+        if queued {
+            t.queue.retain(|q| q.job.id != id);
+            self.inner.finish(&mut t, &job, Outcome::Cancelled, Duration::ZERO);
+        }
+        Some(running)
+    }
+
+    /// Queued and running jobs per proof kind.
+    pub fn queues(&self) -> Vec<(ProofKind, usize, usize)> {
+        let t = self.inner.lock();
+        let mut out: Vec<(ProofKind, usize, usize)> = Vec::new();
+        let mut add = |kind: ProofKind, queued: usize, running: usize| match out.iter_mut().find(|x| x.0 == kind) {
+            Some(x) => {
+                x.1 += queued;
+                x.2 += running;
+            }
+            None => out.push((kind, queued, running)),
+        };
+        for q in t.queue.iter() {
+            add(q.job.request.kind, 1, 0);
+        }
+        for j in &t.running {
+            add(j.request.kind, 0, 1);
+        }
+        out
+    }
+
+    /// The jobs running now.
+    pub fn running(&self) -> Vec<Arc<Job>> {
+        self.inner.lock().running.clone()
+    }
+
+    /// Stops taking work: new submits are refused, queued jobs end
+    /// cancelled (their waiting clients are told), running ones are left to
+    /// finish; returns once none runs. The runner threads then exit.
+    pub fn drain(&self) {
+        let mut t = self.inner.lock();
+        t.closing = true;
+        while let Some(q) = t.queue.pop() {
+            q.job.cancel.cancel();
+            self.inner.finish(&mut t, &q.job, Outcome::Cancelled, Duration::ZERO);
+        }
+        self.inner.wake.notify_all();
+        while !t.running.is_empty() {
+            t = self.inner.wake.wait(t).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records a job's end, publishes it and forgets the oldest finished
+    /// jobs beyond the bound.
+    fn finish(&self, t: &mut Table, job: &Arc<Job>, outcome: Outcome, queue_wait: Duration) {
+        let done = Arc::new(Finished { outcome, queue_wait, total: job.submitted.elapsed() });
+        self.metrics.finished(job.request.kind, &done);
+        job.state.send_replace(JobState::Done(done));
+        t.running.retain(|j| j.id != job.id);
+        t.finished.push_back(job.id.clone());
+        while t.finished.len() > self.config.keep_finished {
+            if let Some(old) = t.finished.pop_front() {
+                if let Some(j) = t.jobs.remove(&old) {
+                    t.by_request.remove(&j.request.request_id);
+                }
+            }
+        }
+    }
+
+    /// A runner: takes the best queued job, proves it, records the outcome.
+    fn run(&self) {
+        loop {
+            let mut t = self.lock();
+            let job = loop {
+                if let Some(q) = t.queue.pop() {
+                    break q.job;
+                }
+                if t.closing {
+                    return;
+                }
+                t = self.wake.wait(t).unwrap_or_else(|p| p.into_inner());
+            };
+            t.running.push(job.clone());
+            job.state.send_replace(JobState::Running);
+            drop(t);
+            let queue_wait = job.submitted.elapsed();
+            log::info!(
+                "porep-c2-service: {} ({}, sector {} of miner {}, priority {}) proving after {:.1} s in the queue",
+                job.id,
+                job.request.kind.name(),
+                job.request.sector_number,
+                job.request.miner_id,
+                job.request.priority,
+                queue_wait.as_secs_f64()
+            );
+            let engine = self.engine.clone();
+            let request = job.request.clone();
+            let cancel = job.cancel.clone();
+            // A panic in the engine fails this job, not the runner.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.prove(&request, &cancel)))
+                .unwrap_or_else(|_| Err(EngineError::Invalid("the prover panicked".into())));
+            let outcome = match result {
+                Ok(out) => Outcome::Completed(out),
+                Err(EngineError::Cancelled) => Outcome::Cancelled,
+                Err(e) => Outcome::Failed(error_chain(&e)),
+            };
+            match &outcome {
+                Outcome::Completed(o) => log::info!(
+                    "porep-c2-service: {} completed in {:.1} s ({} bytes)",
+                    job.id,
+                    job.submitted.elapsed().as_secs_f64(),
+                    o.proof.len()
+                ),
+                Outcome::Failed(why) => log::warn!("porep-c2-service: {} failed: {why}", job.id),
+                Outcome::Cancelled => log::info!("porep-c2-service: {} cancelled", job.id),
+            }
+            let mut t = self.lock();
+            self.finish(&mut t, &job, outcome, queue_wait);
+            drop(t);
+            // Wakes a drain waiting for the running jobs.
+            self.wake.notify_all();
+        }
+    }
+}
+
+/// An error with its causes, `a: b: c`.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(c) = source {
+        let text = c.to_string();
+        if !s.contains(&text) {
+            s.push_str(": ");
+            s.push_str(&text);
+        }
+        source = c.source();
+    }
+    s
+}

@@ -1,0 +1,42 @@
+//! A proving service for node software: Curio's cuzk.v1 `ProvingEngine`
+//! gRPC protocol (package, service, messages and field numbers as Curio's
+//! generated client expects them, so `[Cuzk] Address` can point at it
+//! unchanged), a thin layer over the `porep-c2` facade.
+//!
+//! ```text
+//!  Curio (lib/cuzk client) ──gRPC──► server   (unix socket or TCP, 256 MiB messages)
+//!                                     │ service  (decode, status codes, waiting)
+//!                                     ▼
+//!                                   jobs     (priority queue, runners, cancel, drain)
+//!                                     │ Engine::prove (blocking, on a runner thread)
+//!                                     ▼
+//!                                   PorepEngine ──► porep_c2::prove_porep_c2_with_report
+//! ```
+//! The process keeps the facade's parameter cache and GPU backend for its
+//! lifetime, so parameters are read once and stay on the devices across
+//! proofs. `POREP_SEAL_COMMIT` is proved; other kinds are answered
+//! `UNIMPLEMENTED`. Every returned proof was verified by the facade.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod engine;
+pub mod jobs;
+pub mod metrics;
+pub mod request;
+pub mod server;
+pub mod service;
+
+/// The protocol's messages, server and client (generated from
+/// `proto/cuzk/v1/proving.proto`).
+#[allow(missing_docs, clippy::all, clippy::pedantic)]
+pub mod proto {
+    tonic::include_proto!("cuzk.v1");
+}
+
+pub use config::ServiceConfig;
+pub use engine::{Engine, EngineError, LoadedSet, PorepEngine, ProofOutput, POREP_CIRCUITS};
+pub use jobs::{Jobs, JobsConfig};
+pub use metrics::Metrics;
+pub use request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
+pub use server::{serve, Listen, ServeError};
+pub use service::ProvingService;

@@ -1,0 +1,258 @@
+//! The cuzk.v1 `ProvingEngine` over the job table: decoding, status codes,
+//! waiting. No proving logic lives here.
+
+use std::time::{Duration, Instant};
+
+use tonic::{Request, Response, Status};
+
+use crate::engine::EngineError;
+use crate::jobs::{Finished, JobState, Jobs, Outcome, SubmitError};
+use crate::metrics::DeviceSample;
+use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
+use crate::request::ProofRequest;
+
+/// The gRPC service (cheap to clone).
+#[derive(Clone)]
+pub struct ProvingService {
+    jobs: Jobs,
+    started: Instant,
+}
+
+impl ProvingService {
+    /// The service over `jobs`.
+    pub fn new(jobs: Jobs) -> Self {
+        Self { jobs, started: Instant::now() }
+    }
+
+    /// Decodes and queues a request; `UNIMPLEMENTED` for proof kinds this
+    /// service does not prove, `INVALID_ARGUMENT` for unknown enums,
+    /// `RESOURCE_EXHAUSTED` when full, `UNAVAILABLE` while draining.
+    fn submit(&self, r: Option<proto::SubmitProofRequest>) -> Result<proto::SubmitProofResponse, Status> {
+        let r = r.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
+        let request = ProofRequest::from_wire(r).map_err(Status::invalid_argument)?;
+        if !self.jobs.engine().supports(request.kind) {
+            return Err(Status::unimplemented(EngineError::Unimplemented(request.kind).to_string()));
+        }
+        let (job, place) = self.jobs.submit(request).map_err(|e| match e {
+            SubmitError::Full(_) => Status::resource_exhausted(e.to_string()),
+            SubmitError::Closing => Status::unavailable(e.to_string()),
+        })?;
+        Ok(proto::SubmitProofResponse {
+            job_id: job.id.clone(),
+            queue_position: place as u32,
+            assigned_gpu: String::new(),
+        })
+    }
+
+    /// Waits for job `id` (at most `timeout`, if given).
+    async fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<proto::AwaitProofResponse, Status> {
+        let job = self.jobs.get(id).ok_or_else(|| Status::not_found(format!("no job {id:?}")))?;
+        let mut rx = job.watch();
+        let done = async {
+            loop {
+                if let JobState::Done(f) = &*rx.borrow_and_update() {
+                    return Some(f.clone());
+                }
+                if rx.changed().await.is_err() {
+                    return None;
+                }
+            }
+        };
+        let finished = match timeout {
+            Some(t) => tokio::time::timeout(t, done).await.ok().flatten(),
+            None => done.await,
+        };
+        Ok(match finished {
+            Some(f) => response(id, &f),
+            None => proto::AwaitProofResponse {
+                job_id: id.to_string(),
+                status: AwaitStatus::Timeout as i32,
+                ..Default::default()
+            },
+        })
+    }
+}
+
+/// The wire answer for a finished job.
+fn response(id: &str, f: &Finished) -> proto::AwaitProofResponse {
+    let ms = |d: Duration| d.as_millis() as u64;
+    let mut r = proto::AwaitProofResponse {
+        job_id: id.to_string(),
+        queue_wait_ms: ms(f.queue_wait),
+        total_ms: ms(f.total),
+        ..Default::default()
+    };
+    match &f.outcome {
+        Outcome::Completed(o) => {
+            r.status = AwaitStatus::Completed as i32;
+            r.proof = o.proof.clone();
+            r.srs_load_ms = ms(o.params_load);
+            r.synthesis_ms = ms(o.synthesis);
+            r.gpu_compute_ms = ms(o.gpu_compute);
+        }
+        Outcome::Failed(why) => {
+            r.status = AwaitStatus::Failed as i32;
+            r.error_message = why.clone();
+        }
+        Outcome::Cancelled => r.status = AwaitStatus::Cancelled as i32,
+    }
+    r
+}
+
+/// Devices as the driver lists them, with their free memory where a
+/// device answers (none without the `cuda` feature).
+pub fn device_samples() -> Vec<(proto::GpuStatus, DeviceSample)> {
+    let Ok(list) = c2_cuda::devices() else { return Vec::new() };
+    list.into_iter()
+        .map(|d| {
+            #[cfg(feature = "cuda")]
+            let free = c2_cuda::Gpu::open(d.ordinal).and_then(|g| g.memory()).map(|(f, _)| f as u64).unwrap_or(0);
+            #[cfg(not(feature = "cuda"))]
+            let free = 0u64;
+            let total = d.total_memory as u64;
+            (
+                proto::GpuStatus {
+                    ordinal: d.ordinal as u32,
+                    name: d.name.clone(),
+                    vram_total_bytes: total,
+                    vram_free_bytes: free,
+                    ..Default::default()
+                },
+                DeviceSample { ordinal: d.ordinal as u32, used_bytes: total.saturating_sub(free), total_bytes: total },
+            )
+        })
+        .collect()
+}
+
+/// An engine error as a status (preload / evict).
+fn engine_status(e: EngineError) -> Status {
+    match e {
+        EngineError::Unimplemented(_) => Status::unimplemented(e.to_string()),
+        EngineError::Invalid(_) => Status::invalid_argument(e.to_string()),
+        EngineError::Cancelled => Status::cancelled(e.to_string()),
+        EngineError::Prover(_) => Status::failed_precondition(crate::jobs::error_chain(&e)),
+    }
+}
+
+#[tonic::async_trait]
+impl ProvingEngine for ProvingService {
+    async fn submit_proof(
+        &self,
+        request: Request<proto::SubmitProofRequest>,
+    ) -> Result<Response<proto::SubmitProofResponse>, Status> {
+        self.submit(Some(request.into_inner())).map(Response::new)
+    }
+
+    async fn await_proof(
+        &self,
+        request: Request<proto::AwaitProofRequest>,
+    ) -> Result<Response<proto::AwaitProofResponse>, Status> {
+        let r = request.into_inner();
+        let timeout = (r.timeout_ms > 0).then(|| Duration::from_millis(r.timeout_ms));
+        self.wait(&r.job_id, timeout).await.map(Response::new)
+    }
+
+    async fn prove(&self, request: Request<proto::ProveRequest>) -> Result<Response<proto::ProveResponse>, Status> {
+        let submitted = self.submit(request.into_inner().submit)?;
+        let result = self.wait(&submitted.job_id, None).await?;
+        Ok(Response::new(proto::ProveResponse { result: Some(result) }))
+    }
+
+    async fn cancel_proof(
+        &self,
+        request: Request<proto::CancelProofRequest>,
+    ) -> Result<Response<proto::CancelProofResponse>, Status> {
+        let id = request.into_inner().job_id;
+        let was_running = self.jobs.cancel(&id).ok_or_else(|| Status::not_found(format!("no job {id:?}")))?;
+        Ok(Response::new(proto::CancelProofResponse { was_running }))
+    }
+
+    async fn get_status(
+        &self,
+        _request: Request<proto::GetStatusRequest>,
+    ) -> Result<Response<proto::GetStatusResponse>, Status> {
+        let jobs = self.jobs.clone();
+        let (gpus, loaded) = tokio::task::spawn_blocking(move || (device_samples(), jobs.engine().loaded()))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let running = self.jobs.running();
+        let gpus = gpus
+            .into_iter()
+            .map(|(mut g, _)| {
+                if let Some(j) = running.first() {
+                    g.current_job_id = j.id.clone();
+                    g.current_proof_kind = j.request.kind.name().to_string();
+                }
+                g
+            })
+            .collect();
+        let (completed, failed) = self.jobs.metrics().totals();
+        Ok(Response::new(proto::GetStatusResponse {
+            gpus,
+            loaded_srs: loaded
+                .into_iter()
+                .map(|s| proto::SrsStatus {
+                    circuit_id: s.circuit_id,
+                    tier: if s.on_device { proto::srs_status::Tier::Hot } else { proto::srs_status::Tier::Warm } as i32,
+                    size_bytes: s.bytes,
+                    ref_count: 0,
+                })
+                .collect(),
+            queues: self
+                .jobs
+                .queues()
+                .into_iter()
+                .map(|(kind, pending, in_progress)| proto::QueueStatus {
+                    proof_kind: kind.name().to_string(),
+                    pending: pending as u32,
+                    in_progress: in_progress as u32,
+                })
+                .collect(),
+            total_proofs_completed: completed,
+            total_proofs_failed: failed,
+            uptime_seconds: self.started.elapsed().as_secs(),
+            pinned_memory_bytes: 0,
+            pinned_memory_limit_bytes: 0,
+        }))
+    }
+
+    async fn get_metrics(
+        &self,
+        _request: Request<proto::GetMetricsRequest>,
+    ) -> Result<Response<proto::GetMetricsResponse>, Status> {
+        let devices = tokio::task::spawn_blocking(device_samples).await.map_err(|e| Status::internal(e.to_string()))?;
+        let devices: Vec<DeviceSample> = devices.into_iter().map(|(_, d)| d).collect();
+        let text = self.jobs.metrics().prometheus(&self.jobs.queues(), &devices);
+        Ok(Response::new(proto::GetMetricsResponse { prometheus_text: text }))
+    }
+
+    async fn preload_srs(
+        &self,
+        request: Request<proto::PreloadSrsRequest>,
+    ) -> Result<Response<proto::PreloadSrsResponse>, Status> {
+        let id = request.into_inner().circuit_id;
+        let jobs = self.jobs.clone();
+        let t = Instant::now();
+        let already = tokio::task::spawn_blocking(move || jobs.engine().preload(&id))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(engine_status)?;
+        Ok(Response::new(proto::PreloadSrsResponse {
+            already_loaded: already,
+            load_time_ms: t.elapsed().as_millis() as u64,
+        }))
+    }
+
+    async fn evict_srs(
+        &self,
+        request: Request<proto::EvictSrsRequest>,
+    ) -> Result<Response<proto::EvictSrsResponse>, Status> {
+        let id = request.into_inner().circuit_id;
+        let jobs = self.jobs.clone();
+        let freed = tokio::task::spawn_blocking(move || jobs.engine().evict(&id))
+            .await
+            .map_err(|e| Status::internal(e.to_string()))?
+            .map_err(engine_status)?;
+        Ok(Response::new(proto::EvictSrsResponse { was_loaded: freed > 0, freed_bytes: freed }))
+    }
+}

@@ -1,0 +1,337 @@
+//! The service with a real gRPC client over a unix socket.
+//!
+//! Proofs are real: tiny StackedDrg sectors (`c2_testkit::demo`, the
+//! oracle tests' set-up and cached parameters) proved through the facade
+//! on the CPU and verified. A registered sector's C1 would need ~14 min of
+//! parameter generation on CI's two cores, so [`TinyEngine`] (below) reads
+//! the request's `vanilla_proof` as a tiny sector's seed and partition
+//! count; every other step (gRPC, decoding, the job table, priorities,
+//! cancellation, draining) is the service's own. The facade engine
+//! ([`PorepEngine`]) is exercised on what needs no parameters: malformed
+//! and tampered C1 outputs fail with the typed error's message.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar};
+use c2_testkit::demo::{self, TinyConfig};
+use hyper_util::rt::TokioIo;
+use porep_c2::{prove_instance, CancelToken, ProverConfig};
+use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
+use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
+use porep_c2_service::proto::{self, ProofKind as WireKind};
+use porep_c2_service::{
+    serve, Engine, EngineError, Jobs, JobsConfig, Listen, LoadedSet, Metrics, PorepEngine, ProofKind, ProofOutput,
+    ProofRequest,
+};
+use tonic::transport::{Channel, Endpoint, Uri};
+
+/// Where the oracle tests cache the tiny sector's parameters (the same
+/// folder, so CI generates them once).
+fn test_params_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-params")
+}
+
+/// The tiny sector's parameters: its circuit does not depend on the
+/// partition count, so one set serves every test.
+fn tiny_params() -> Arc<Parameters<Bls12>> {
+    static PARAMS: Mutex<Option<Arc<Parameters<Bls12>>>> = Mutex::new(None);
+    let mut p = PARAMS.lock().unwrap();
+    p.get_or_insert_with(|| {
+        let instance = demo::tiny_instance(&TinyConfig { partitions: 2, ..TinyConfig::default() }).unwrap();
+        demo::ensure_parameters(&instance, &test_params_dir(), 7).unwrap().0
+    })
+    .clone()
+}
+
+/// Blinding for a request: fixed per sector number, so the library can
+/// make the same proof.
+fn blinding(sector: u64, partitions: usize) -> Vec<(Scalar, Scalar)> {
+    (0..partitions).map(|k| (Scalar::from(sector * 100 + k as u64 + 1), Scalar::from(sector * 100 + 51))).collect()
+}
+
+/// A tiny sector named by a request: `vanilla_proof` is `"<seed>:<partitions>"`.
+fn tiny_of(request: &ProofRequest) -> Result<TinyConfig, EngineError> {
+    let text = String::from_utf8_lossy(&request.vanilla_proof).to_string();
+    let (seed, parts) = text.split_once(':').ok_or_else(|| EngineError::Invalid(format!("{text:?}")))?;
+    let parse = |s: &str| s.parse::<u64>().map_err(|e| EngineError::Invalid(format!("{s:?}: {e}")));
+    Ok(TinyConfig { seed: parse(seed)?, partitions: parse(parts)? as usize, ..TinyConfig::default() })
+}
+
+/// Proves tiny sectors through the facade (`prove_instance`: synthesis,
+/// CPU stages, verification), honouring the request's priority and
+/// cancellation like [`PorepEngine`].
+struct TinyEngine {
+    params: Arc<Parameters<Bls12>>,
+}
+
+impl Engine for TinyEngine {
+    fn supports(&self, kind: ProofKind) -> bool {
+        kind == ProofKind::PorepSealCommit
+    }
+
+    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError> {
+        let tiny = tiny_of(request)?;
+        let instance = demo::tiny_instance(&tiny).map_err(|e| EngineError::Invalid(e.to_string()))?;
+        let mut config = ProverConfig::default();
+        config.pipeline.priority = request.priority;
+        config.pipeline.cancel = Some(cancel.clone());
+        let pairs = blinding(request.sector_number, tiny.partitions);
+        match prove_instance(&instance, &self.params, &pairs, &config) {
+            Ok((proof, report)) => Ok(ProofOutput::from_report(proof, &report)),
+            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn preload(&self, _: &str) -> Result<bool, EngineError> {
+        Ok(true)
+    }
+
+    fn evict(&self, _: &str) -> Result<u64, EngineError> {
+        Ok(0)
+    }
+
+    fn loaded(&self) -> Vec<LoadedSet> {
+        Vec::new()
+    }
+}
+
+/// The library's proof of the same tiny sector and blinding.
+fn library_proof(seed: u64, partitions: usize, sector: u64) -> Vec<u8> {
+    let instance = demo::tiny_instance(&TinyConfig { seed, partitions, ..TinyConfig::default() }).unwrap();
+    prove_instance(&instance, &tiny_params(), &blinding(sector, partitions), &ProverConfig::default()).unwrap().0
+}
+
+/// A running service on a unix socket in a temporary folder.
+struct Daemon {
+    _dir: tempfile::TempDir,
+    socket: PathBuf,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    handle: Option<tokio::task::JoinHandle<Result<(), porep_c2_service::ServeError>>>,
+}
+
+impl Daemon {
+    async fn start(engine: Arc<dyn Engine>, concurrent_proofs: usize) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("cuzk.sock");
+        let jobs = Jobs::start(
+            engine,
+            JobsConfig { concurrent_proofs, max_pending: 8, ..JobsConfig::default() },
+            Arc::new(Metrics::default()),
+        );
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+        let listen = Listen::Unix(socket.clone());
+        let handle = tokio::spawn(async move {
+            serve(
+                &listen,
+                jobs,
+                256 << 20,
+                async {
+                    let _ = rx.await;
+                },
+                move || {
+                    let _ = ready_tx.send(());
+                },
+            )
+            .await
+        });
+        ready_rx.await.unwrap();
+        Self { _dir: dir, socket, stop: Some(tx), handle: Some(handle) }
+    }
+
+    async fn client(&self) -> ProvingEngineClient<Channel> {
+        connect(&self.socket).await.unwrap()
+    }
+
+    /// Stops it (draining) and waits for the server to end.
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        self.handle.take().unwrap().await.unwrap().unwrap();
+    }
+}
+
+/// A gRPC client over the unix socket at `path` (as Curio's `unix://` address).
+async fn connect(path: &Path) -> Result<ProvingEngineClient<Channel>, tonic::transport::Error> {
+    let path = path.to_path_buf();
+    let channel = Endpoint::try_from("http://[::]:50051")?
+        .connect_with_connector(tower::service_fn(move |_: Uri| {
+            let path = path.clone();
+            async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
+        }))
+        .await?;
+    Ok(ProvingEngineClient::new(channel).max_decoding_message_size(256 << 20).max_encoding_message_size(256 << 20))
+}
+
+fn porep_request(id: &str, vanilla: &[u8], sector: u64, priority: proto::Priority) -> proto::SubmitProofRequest {
+    proto::SubmitProofRequest {
+        request_id: id.into(),
+        proof_kind: WireKind::PorepSealCommit as i32,
+        registered_proof: 5,
+        priority: priority as i32,
+        vanilla_proof: vanilla.to_vec(),
+        sector_number: sector,
+        miner_id: 1000,
+        ..Default::default()
+    }
+}
+
+async fn await_done(c: &mut ProvingEngineClient<Channel>, job: &str) -> proto::AwaitProofResponse {
+    c.await_proof(proto::AwaitProofRequest { job_id: job.into(), timeout_ms: 0 }).await.unwrap().into_inner()
+}
+
+/// Waits until job `id` runs (polls GetStatus' queues).
+async fn wait_running(c: &mut ProvingEngineClient<Channel>) {
+    let t = Instant::now();
+    loop {
+        let s = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+        if s.queues.iter().any(|q| q.in_progress > 0) {
+            return;
+        }
+        assert!(t.elapsed() < Duration::from_secs(120), "no job started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// One runner: a proof through gRPC equals the library's bytes; then, while
+/// it runs, a low and a high priority request queue (the high one proves
+/// first), a queued one is cancelled, a repeated request id gets the same
+/// job, status and metrics say so, and an unknown proof kind is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn proofs_priorities_cancellation_and_status_through_grpc() {
+    let engine = Arc::new(TinyEngine { params: tiny_params() });
+    let daemon = Daemon::start(engine, 1).await;
+    let mut c = daemon.client().await;
+
+    // Job A runs; B (low), C (high) and D (normal) queue behind it.
+    let a = c.submit_proof(porep_request("a", b"1:1", 1, proto::Priority::Normal)).await.unwrap().into_inner();
+    wait_running(&mut c).await;
+    let b = c.submit_proof(porep_request("b", b"2:1", 2, proto::Priority::Low)).await.unwrap().into_inner();
+    let cc = c.submit_proof(porep_request("c", b"3:1", 3, proto::Priority::High)).await.unwrap().into_inner();
+    let d = c.submit_proof(porep_request("d", b"4:1", 4, proto::Priority::Normal)).await.unwrap().into_inner();
+    assert_eq!((b.queue_position, cc.queue_position), (0, 0), "C goes ahead of B");
+    // The same request id again: the same job, not a second proof.
+    let again = c.submit_proof(porep_request("b", b"2:1", 2, proto::Priority::Low)).await.unwrap().into_inner();
+    assert_eq!(again.job_id, b.job_id);
+    // D is cancelled while queued.
+    let cancel = c.cancel_proof(proto::CancelProofRequest { job_id: d.job_id.clone() }).await.unwrap().into_inner();
+    assert!(!cancel.was_running);
+    assert_eq!(await_done(&mut c, &d.job_id).await.status, AwaitStatus::Cancelled as i32);
+    // A short AwaitProof times out while B waits behind C.
+    let short = c.await_proof(proto::AwaitProofRequest { job_id: b.job_id.clone(), timeout_ms: 1 }).await.unwrap();
+    assert_eq!(short.into_inner().status, AwaitStatus::Timeout as i32);
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    let q = status.queues.iter().find(|q| q.proof_kind == "POREP_SEAL_COMMIT").expect("a PoRep queue");
+    assert_eq!((q.pending, q.in_progress), (2, 1), "{status:?}");
+
+    let (ra, rb, rc) = (
+        await_done(&mut c, &a.job_id).await,
+        await_done(&mut c, &b.job_id).await,
+        await_done(&mut c, &cc.job_id).await,
+    );
+    for r in [&ra, &rb, &rc] {
+        assert_eq!(r.status, AwaitStatus::Completed as i32, "{}: {}", r.job_id, r.error_message);
+        assert_eq!(r.proof.len(), 192);
+    }
+    // C (high) ended before B (low), though B was queued first: its total
+    // time is shorter by at least B's own proof.
+    assert!(rc.total_ms < rb.total_ms && rc.queue_wait_ms < rb.queue_wait_ms, "C {rc:?} B {rb:?}");
+    // The daemon's bytes are the library's for the same sector and r, s.
+    assert_eq!(ra.proof, library_proof(1, 1, 1));
+
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (3, 0));
+    let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(metrics.contains("porep_c2_proofs_completed_total{proof_kind=\"POREP_SEAL_COMMIT\"} 3"), "{metrics}");
+    assert!(metrics.contains("porep_c2_proofs_cancelled_total{proof_kind=\"POREP_SEAL_COMMIT\"} 1"), "{metrics}");
+
+    // Kinds this service does not prove: UNIMPLEMENTED; no kind: INVALID_ARGUMENT.
+    let mut post = porep_request("p", b"", 1, proto::Priority::Critical);
+    post.proof_kind = WireKind::WinningPost as i32;
+    let e = c.prove(proto::ProveRequest { submit: Some(post.clone()) }).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::Unimplemented, "{e}");
+    post.proof_kind = 0;
+    assert_eq!(c.submit_proof(post).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+    daemon.stop().await;
+}
+
+/// A running proof is cancelled (four partitions: it stops between them);
+/// then a proof still running when the daemon is stopped is finished and
+/// answered, the one queued behind it is answered CANCELLED, and the
+/// socket is gone afterwards: no client hangs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn running_proofs_cancel_and_a_stopping_daemon_answers_everyone() {
+    let engine = Arc::new(TinyEngine { params: tiny_params() });
+    let daemon = Daemon::start(engine, 1).await;
+    let mut c = daemon.client().await;
+    let long = c.submit_proof(porep_request("long", b"5:4", 5, proto::Priority::Normal)).await.unwrap().into_inner();
+    wait_running(&mut c).await;
+    let cancel = c.cancel_proof(proto::CancelProofRequest { job_id: long.job_id.clone() }).await.unwrap().into_inner();
+    assert!(cancel.was_running);
+    let r = await_done(&mut c, &long.job_id).await;
+    assert_eq!(r.status, AwaitStatus::Cancelled as i32, "{r:?}");
+
+    let running = c.submit_proof(porep_request("run", b"6:1", 6, proto::Priority::Normal)).await.unwrap().into_inner();
+    wait_running(&mut c).await;
+    let queued =
+        c.submit_proof(porep_request("queued", b"7:1", 7, proto::Priority::Normal)).await.unwrap().into_inner();
+    let (mut c1, mut c2) = (c.clone(), c.clone());
+    let (j1, j2) = (running.job_id.clone(), queued.job_id.clone());
+    let w1 = tokio::spawn(async move { await_done(&mut c1, &j1).await });
+    let w2 = tokio::spawn(async move { await_done(&mut c2, &j2).await });
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let socket = daemon.socket.clone();
+    daemon.stop().await;
+    let (r1, r2) = (w1.await.unwrap(), w2.await.unwrap());
+    assert_eq!(r1.status, AwaitStatus::Completed as i32, "{r1:?}");
+    assert_eq!(r2.status, AwaitStatus::Cancelled as i32, "{r2:?}");
+    assert!(!socket.exists());
+    assert!(connect(&socket).await.is_err());
+}
+
+/// The facade's engine: bad C1 outputs fail with the typed error's text,
+/// before any parameter is read; the service keeps serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn malformed_and_tampered_c1_outputs_fail_with_the_typed_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config =
+        ProverConfig { params: porep_c2::ParamsSource::CacheDir(dir.path().to_path_buf()), ..ProverConfig::default() };
+    let daemon = Daemon::start(Arc::new(PorepEngine::new(config)), 2).await;
+    let mut c = daemon.client().await;
+    let prove = |c: &mut ProvingEngineClient<Channel>, r| {
+        let mut c = c.clone();
+        async move { c.prove(proto::ProveRequest { submit: Some(r) }).await.unwrap().into_inner().result.unwrap() }
+    };
+    // Not JSON.
+    let r = prove(&mut c, porep_request("", b"{not json", 1, proto::Priority::Normal)).await;
+    assert_eq!(r.status, AwaitStatus::Failed as i32);
+    assert!(r.error_message.contains("C1"), "{}", r.error_message);
+    // A valid committed-capacity 2 KiB C1 output, then tampered.
+    let made_for =
+        c2_synth::CcSectorConfig { prover_id: porep_c2_service::prover_id_from_actor(1000), ..Default::default() };
+    let cc = c2_synth::cc_sector(filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1, &made_for).unwrap();
+    let json = serde_json::to_vec(&cc.c1).unwrap();
+    // The wrong registered proof for this C1.
+    let mut wrong = porep_request("", &json, cc.sector_id, proto::Priority::Normal);
+    wrong.registered_proof = 8;
+    let r = prove(&mut c, wrong).await;
+    assert!(r.status == AwaitStatus::Failed as i32 && r.error_message.contains("registered_proof 8"), "{r:?}");
+    // Another sector number: the replica id no longer matches.
+    let r = prove(&mut c, porep_request("", &json, cc.sector_id + 1, proto::Priority::Normal)).await;
+    assert_eq!(r.status, AwaitStatus::Failed as i32, "{r:?}");
+    // comm_r flipped.
+    let mut bad = cc.c1.clone();
+    bad.comm_r[3] ^= 1;
+    let r = prove(&mut c, porep_request("", &serde_json::to_vec(&bad).unwrap(), cc.sector_id, proto::Priority::Normal))
+        .await;
+    assert_eq!(r.status, AwaitStatus::Failed as i32, "{r:?}");
+    // The untouched C1 passes every check and stops at the missing parameters.
+    let r = prove(&mut c, porep_request("", &json, cc.sector_id, proto::Priority::Normal)).await;
+    assert!(r.status == AwaitStatus::Failed as i32 && r.error_message.contains("parameter"), "{r:?}");
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (0, 5));
+    daemon.stop().await;
+}
