@@ -11,9 +11,19 @@
 //!   last one also gets PTX).
 //! - nvcc: `$CUDA_PATH/bin/nvcc`, else `nvcc` on PATH
 //!   (`scripts/cuda-toolchain.sh` provides one where no toolkit is installed).
+//! - Each fatbin is cached under a SHA-256 of everything that decides it (the
+//!   kernel sources, the generated field code, the flags and architectures,
+//!   nvcc's version) in `$C2_CUDA_FATBIN_CACHE`, else
+//!   `~/.cache/porep-c2/fatbins`: one nvcc run (~3 min per architecture on
+//!   two cores) serves every profile and feature set that builds this crate
+//!   (release, clippy's and rustdoc's dev profile, the device runner's
+//!   `selftest` build), instead of one each. `C2_CUDA_FATBIN_CACHE=off`
+//!   compiles every time.
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use sha2::{Digest, Sha256};
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -22,6 +32,7 @@ fn main() {
     }
     println!("cargo:rerun-if-env-changed=C2_CUDA_ARCHS");
     println!("cargo:rerun-if-env-changed=CUDA_PATH");
+    println!("cargo:rerun-if-env-changed=C2_CUDA_FATBIN_CACHE");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     let kernels = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap()).join("../../cuda-kernels");
     rerun_for_sources(&kernels);
@@ -111,6 +122,8 @@ C2_FIELD_OPS(fp2_ops, fp2_t, {fp2}, fp2_inv)
     };
     let archs = env::var("C2_CUDA_ARCHS").unwrap_or_else(|_| "80,86,89,90".into());
     let archs: Vec<&str> = archs.split(',').map(str::trim).filter(|a| !a.is_empty()).collect();
+    let cache = fatbin_cache();
+    let nvcc_version = Command::new(&nvcc).arg("--version").output().map(|o| o.stdout).unwrap_or_default();
     let compile = |source: &str, fatbin: &str| {
         let mut cmd = Command::new(&nvcc);
         cmd.arg("--fatbin").arg("-O3").arg("-std=c++17").arg("--threads=0").arg("-I").arg(&kernels).arg("-I").arg(&out);
@@ -119,6 +132,22 @@ C2_FIELD_OPS(fp2_ops, fp2_t, {fp2}, fp2_inv)
             cmd.arg(format!("-gencode=arch=compute_{a},code={code}"));
         }
         cmd.arg("-o").arg(out.join(fatbin)).arg(kernels.join(source));
+        // The cache key: every input of this command.
+        let mut key = Sha256::new();
+        key.update(&nvcc_version);
+        key.update(format!("{archs:?} {source}"));
+        // This script holds the flags.
+        key.update(
+            std::fs::read(Path::new(&env::var("CARGO_MANIFEST_DIR").unwrap()).join("build.rs")).unwrap_or_default(),
+        );
+        key.update(std::fs::read(out.join("fr_gen.cuh")).unwrap_or_default());
+        hash_sources(&kernels, &mut key);
+        let cached = cache.as_ref().map(|d| d.join(format!("{fatbin}-{:x}", key.finalize())));
+        if let Some(c) = cached.as_ref().filter(|c| c.exists()) {
+            if std::fs::copy(c, out.join(fatbin)).is_ok() {
+                return;
+            }
+        }
         let status = cmd.status().unwrap_or_else(|e| {
             panic!(
                 "cannot run {} ({e}); install a CUDA toolkit or run `eval \"$(scripts/cuda-toolchain.sh)\"`, \
@@ -127,12 +156,46 @@ C2_FIELD_OPS(fp2_ops, fp2_t, {fp2}, fp2_inv)
             )
         });
         assert!(status.success(), "nvcc failed compiling cuda-kernels/{source} (command: {cmd:?})");
+        if let (Some(c), Some(dir)) = (cached, cache.as_ref()) {
+            // Written under a temporary name, then renamed: a concurrent
+            // build never reads half a file. A cache that cannot be written
+            // only costs the next build a compile.
+            let tmp = dir.join(format!(".{}.{}", fatbin, std::process::id()));
+            if std::fs::create_dir_all(dir).is_ok() && std::fs::copy(out.join(fatbin), &tmp).is_ok() {
+                let _ = std::fs::rename(&tmp, &c);
+            }
+        }
     };
     compile("c2_kernels.cu", "c2_kernels.fatbin");
     // The curve self-test kernels (differential tests against blstrs) live
     // in a module of their own, built only for the test tooling.
     if env::var_os("CARGO_FEATURE_SELFTEST").is_some() {
         compile("c2_selftest.cu", "c2_selftest.fatbin");
+    }
+}
+
+/// The fatbin cache folder (`None`: caching is off).
+fn fatbin_cache() -> Option<PathBuf> {
+    match env::var_os("C2_CUDA_FATBIN_CACHE") {
+        Some(v) if v == "off" => None,
+        Some(v) if !v.is_empty() => Some(PathBuf::from(v)),
+        _ => env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/porep-c2/fatbins")),
+    }
+}
+
+/// Every `.cu` / `.cuh` below `dir` (path and contents, in sorted order)
+/// into `key`.
+fn hash_sources(dir: &Path, key: &mut Sha256) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for p in paths {
+        if p.is_dir() {
+            hash_sources(&p, key);
+        } else if matches!(p.extension().and_then(|x| x.to_str()), Some("cu" | "cuh")) {
+            key.update(p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
+            key.update(std::fs::read(&p).unwrap_or_default());
+        }
     }
 }
 

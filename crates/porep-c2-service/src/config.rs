@@ -1,6 +1,8 @@
 //! The service's configuration file (TOML). Every field has a default, so
 //! an empty file (or none) gives a working service on the default unix
-//! socket; `porep-c2 serve --print-config` writes the defaults out.
+//! socket; `porep-c2.sample.toml` beside this crate documents every key
+//! (a test holds it equal to the defaults), and `porep-c2 serve
+//! --print-config` prints the configuration in effect.
 
 use std::path::{Path, PathBuf};
 
@@ -123,7 +125,7 @@ impl ProverSection {
                 workers_per_device: self.workers_per_device.max(1),
                 ..Default::default()
             };
-            g.vram.cap = (self.vram_cap_gib > 0).then(|| self.vram_cap_gib << 30);
+            g.vram.cap = (self.vram_cap_gib > 0).then_some(self.vram_cap_gib << 30);
             match porep_c2::gpu::gpu_backend(&g) {
                 Ok(b) => Ok(b),
                 Err(e) if self.backend == "auto" => {
@@ -238,6 +240,13 @@ impl ServiceConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The documented sample file is the defaults, key for key.
+    #[test]
+    fn the_sample_file_holds_the_defaults() {
+        let sample: ServiceConfig = toml::from_str(include_str!("../porep-c2.sample.toml")).unwrap();
+        assert_eq!(sample, ServiceConfig::default());
+    }
 
     #[test]
     fn defaults_round_trip_and_bad_values_are_refused() {

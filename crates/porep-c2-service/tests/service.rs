@@ -10,22 +10,20 @@
 //! ([`PorepEngine`]) is exercised on what needs no parameters: malformed
 //! and tampered C1 outputs fail with the typed error's message.
 
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::Parameters;
-use blstrs::{Bls12, Scalar};
 use c2_testkit::demo::{self, TinyConfig};
+use common::{blinding, tiny_params, TinyEngine};
 use hyper_util::rt::TokioIo;
-use porep_c2::{prove_instance, CancelToken, ProverConfig};
+use porep_c2::{prove_instance, ProverConfig};
 use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
 use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
 use porep_c2_service::proto::{self, ProofKind as WireKind};
-use porep_c2_service::{
-    serve, Engine, EngineError, Jobs, JobsConfig, Listen, LoadedSet, Metrics, PorepEngine, ProofKind, ProofOutput,
-    ProofRequest,
-};
+use porep_c2_service::{serve, Engine, Jobs, JobsConfig, Listen, Metrics, PorepEngine};
 use tonic::transport::{Channel, Endpoint, Uri};
 
 /// Where the oracle tests cache the tiny sector's parameters (the same
@@ -34,75 +32,11 @@ fn test_params_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-params")
 }
 
-/// The tiny sector's parameters: its circuit does not depend on the
-/// partition count, so one set serves every test.
-fn tiny_params() -> Arc<Parameters<Bls12>> {
-    static PARAMS: Mutex<Option<Arc<Parameters<Bls12>>>> = Mutex::new(None);
-    let mut p = PARAMS.lock().unwrap();
-    p.get_or_insert_with(|| {
-        let instance = demo::tiny_instance(&TinyConfig { partitions: 2, ..TinyConfig::default() }).unwrap();
-        demo::ensure_parameters(&instance, &test_params_dir(), 7).unwrap().0
-    })
-    .clone()
-}
-
-/// Blinding for a request: fixed per sector number, so the library can
-/// make the same proof.
-fn blinding(sector: u64, partitions: usize) -> Vec<(Scalar, Scalar)> {
-    (0..partitions).map(|k| (Scalar::from(sector * 100 + k as u64 + 1), Scalar::from(sector * 100 + 51))).collect()
-}
-
-/// A tiny sector named by a request: `vanilla_proof` is `"<seed>:<partitions>"`.
-fn tiny_of(request: &ProofRequest) -> Result<TinyConfig, EngineError> {
-    let text = String::from_utf8_lossy(&request.vanilla_proof).to_string();
-    let (seed, parts) = text.split_once(':').ok_or_else(|| EngineError::Invalid(format!("{text:?}")))?;
-    let parse = |s: &str| s.parse::<u64>().map_err(|e| EngineError::Invalid(format!("{s:?}: {e}")));
-    Ok(TinyConfig { seed: parse(seed)?, partitions: parse(parts)? as usize, ..TinyConfig::default() })
-}
-
-/// Proves tiny sectors through the facade (`prove_instance`: synthesis,
-/// CPU stages, verification), honouring the request's priority and
-/// cancellation like [`PorepEngine`].
-struct TinyEngine {
-    params: Arc<Parameters<Bls12>>,
-}
-
-impl Engine for TinyEngine {
-    fn supports(&self, kind: ProofKind) -> bool {
-        kind == ProofKind::PorepSealCommit
-    }
-
-    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError> {
-        let tiny = tiny_of(request)?;
-        let instance = demo::tiny_instance(&tiny).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let mut config = ProverConfig::default();
-        config.pipeline.priority = request.priority;
-        config.pipeline.cancel = Some(cancel.clone());
-        let pairs = blinding(request.sector_number, tiny.partitions);
-        match prove_instance(&instance, &self.params, &pairs, &config) {
-            Ok((proof, report)) => Ok(ProofOutput::from_report(proof, &report)),
-            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
-            Err(e) => Err(e.into()),
-        }
-    }
-
-    fn preload(&self, _: &str) -> Result<bool, EngineError> {
-        Ok(true)
-    }
-
-    fn evict(&self, _: &str) -> Result<u64, EngineError> {
-        Ok(0)
-    }
-
-    fn loaded(&self) -> Vec<LoadedSet> {
-        Vec::new()
-    }
-}
-
 /// The library's proof of the same tiny sector and blinding.
 fn library_proof(seed: u64, partitions: usize, sector: u64) -> Vec<u8> {
     let instance = demo::tiny_instance(&TinyConfig { seed, partitions, ..TinyConfig::default() }).unwrap();
-    prove_instance(&instance, &tiny_params(), &blinding(sector, partitions), &ProverConfig::default()).unwrap().0
+    let params = tiny_params(&test_params_dir());
+    prove_instance(&instance, &params, &blinding(sector, partitions), &ProverConfig::default()).unwrap().0
 }
 
 /// A running service on a unix socket in a temporary folder.
@@ -202,7 +136,7 @@ async fn wait_running(c: &mut ProvingEngineClient<Channel>) {
 /// job, status and metrics say so, and an unknown proof kind is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn proofs_priorities_cancellation_and_status_through_grpc() {
-    let engine = Arc::new(TinyEngine { params: tiny_params() });
+    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()) });
     let daemon = Daemon::start(engine, 1).await;
     let mut c = daemon.client().await;
 
@@ -264,7 +198,7 @@ async fn proofs_priorities_cancellation_and_status_through_grpc() {
 /// socket is gone afterwards: no client hangs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn running_proofs_cancel_and_a_stopping_daemon_answers_everyone() {
-    let engine = Arc::new(TinyEngine { params: tiny_params() });
+    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()) });
     let daemon = Daemon::start(engine, 1).await;
     let mut c = daemon.client().await;
     let long = c.submit_proof(porep_request("long", b"5:4", 5, proto::Priority::Normal)).await.unwrap().into_inner();
