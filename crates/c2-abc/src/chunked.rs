@@ -228,25 +228,11 @@ impl ChunkedMatrices {
     /// the device reads them (the oracle of the streamed GPU product): one
     /// value per constraint. The witness shape is checked.
     pub fn product(&self, which: usize, inputs: &[Scalar], aux: &[Scalar]) -> Result<Vec<Scalar>, AbcError> {
-        if (inputs.len(), aux.len()) != (self.inputs, self.aux) {
-            return Err(AbcError::WitnessShape {
-                inputs: inputs.len(),
-                aux: aux.len(),
-                want_inputs: self.inputs,
-                want_aux: self.aux,
-            });
-        }
+        crate::witness_fits((self.inputs, self.aux), inputs.len(), aux.len())?;
         if which >= 3 {
             return Err(AbcError::Malformed(format!("matrix {which} of 3")));
         }
-        let z = |col: u32| -> Scalar {
-            let col = col as usize;
-            if col < inputs.len() {
-                inputs[col]
-            } else {
-                aux[col - inputs.len()]
-            }
-        };
+        let z = |col: u32| crate::z_at(inputs, aux, col);
         let mut out = vec![Scalar::ZERO; self.rows];
         for c in self.chunks(which) {
             let w = self.chunk_words(c);

@@ -386,14 +386,7 @@ impl GpuAbc {
         inputs: &[Scalar],
         aux: &[Scalar],
     ) -> Result<(DeviceBuffer<Scalar>, Stager), AbcError> {
-        if (inputs.len(), aux.len()) != (m.inputs, m.aux) {
-            return Err(AbcError::WitnessShape {
-                inputs: inputs.len(),
-                aux: aux.len(),
-                want_inputs: m.inputs,
-                want_aux: m.aux,
-            });
-        }
+        crate::witness_fits((m.inputs, m.aux), inputs.len(), aux.len())?;
         let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
         let mut z = self.memory.alloc::<Scalar>((m.inputs + m.aux).max(1))?;
         stager.upload(&mut z, 0, inputs)?;

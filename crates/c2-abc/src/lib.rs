@@ -106,23 +106,32 @@ pub fn validate(m: &MatricesView<'_>) -> Result<(), AbcError> {
 
 /// Checks that a witness of `inputs` and `aux` values fits `m`.
 pub fn check_witness(m: &MatricesView<'_>, inputs: usize, aux: usize) -> Result<(), AbcError> {
-    if (inputs, aux) != (m.inputs, m.aux) {
-        return Err(AbcError::WitnessShape { inputs, aux, want_inputs: m.inputs, want_aux: m.aux });
+    witness_fits((m.inputs, m.aux), inputs, aux)
+}
+
+/// `Err(WitnessShape)` unless `inputs` and `aux` values are what a shape
+/// of `want` (inputs, aux) takes.
+pub(crate) fn witness_fits(want: (usize, usize), inputs: usize, aux: usize) -> Result<(), AbcError> {
+    if (inputs, aux) != want {
+        return Err(AbcError::WitnessShape { inputs, aux, want_inputs: want.0, want_aux: want.1 });
     }
     Ok(())
+}
+
+/// z[col] for z = (inputs, aux).
+pub(crate) fn z_at(inputs: &[Scalar], aux: &[Scalar], col: u32) -> Scalar {
+    let col = col as usize;
+    if col < inputs.len() {
+        inputs[col]
+    } else {
+        aux[col - inputs.len()]
+    }
 }
 
 /// A·z for one matrix, in parallel over rows (the oracle: what the GPU
 /// kernel computes, entry for entry in the same order).
 pub fn product(m: &CsrView<'_>, coeffs: &[Scalar], inputs: &[Scalar], aux: &[Scalar]) -> Vec<Scalar> {
-    let z = |col: u32| -> Scalar {
-        let col = col as usize;
-        if col < inputs.len() {
-            inputs[col]
-        } else {
-            aux[col - inputs.len()]
-        }
-    };
+    let z = |col: u32| z_at(inputs, aux, col);
     (0..m.rows())
         .into_par_iter()
         .map(|r| {
