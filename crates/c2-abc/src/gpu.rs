@@ -434,31 +434,27 @@ struct RowsArgs {
 /// partition in ~0.15 s at the H200's 55 GB/s instead of staged).
 pub struct PinnedChunks {
     matrices: Arc<ChunkedMatrices>,
-    pinned: PinnedShared<u32>,
+    /// The registration of `matrices`' words, held while this lives.
+    _pinned: PinnedShared<u32>,
 }
 
 impl PinnedChunks {
     /// Page-locks `m`'s chunks (registered through `gpu`'s context).
     pub fn new(gpu: &Arc<Gpu>, m: Arc<ChunkedMatrices>) -> Result<Self, GpuError> {
         let pinned = PinnedShared::new(gpu, m.data().clone())?;
-        Ok(Self { matrices: m, pinned })
+        Ok(Self { matrices: m, _pinned: pinned })
     }
 
     /// Holds `m` without page-locking it: copies are pageable (slower,
     /// same results).
     pub fn unregistered(m: Arc<ChunkedMatrices>) -> Self {
         let pinned = PinnedShared::unregistered(m.data().clone());
-        Self { matrices: m, pinned }
+        Self { matrices: m, _pinned: pinned }
     }
 
     /// The chunked matrices.
     pub fn matrices(&self) -> &ChunkedMatrices {
         &self.matrices
-    }
-
-    /// The words of one chunk, from the page-locked vector.
-    fn words(&self, c: &crate::MatrixChunk) -> &[u32] {
-        &self.pinned.as_slice()[c.offset..c.offset + c.words()]
     }
 }
 
@@ -514,7 +510,9 @@ impl AbcStream<'_> {
             self.next ^= 1;
             // The slot's previous kernels are done before it is overwritten.
             copy.wait(&self.consumed[i])?;
-            self.slots[i].upload_async(0, self.m.words(c), copy)?;
+            // The chunk's words lie in the page-locked vector (the same
+            // shared data `PinnedChunks` registered): DMA straight from it.
+            self.slots[i].upload_async(0, cm.chunk_words(c), copy)?;
             self.copied[i].record(copy)?;
             stream.wait(&self.copied[i])?;
             let (cols, coeff_index, long) = c.sections();

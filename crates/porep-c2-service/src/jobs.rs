@@ -194,7 +194,10 @@ impl Jobs {
         let mut t = self.inner.lock();
         if !request.request_id.is_empty() {
             if let Some(job) = t.by_request.get(&request.request_id).and_then(|id| t.jobs.get(id)) {
-                let place = t.queue.iter().filter(|q| q.job.id != job.id).count();
+                let place = match t.queue.iter().find(|q| q.job.id == job.id) {
+                    Some(mine) => t.queue.iter().filter(|q| *q > mine).count(),
+                    None => 0,
+                };
                 return Ok((job.clone(), place));
             }
         }
@@ -219,12 +222,10 @@ impl Jobs {
         t.jobs.insert(id, job.clone());
         t.seq += 1;
         let seq = t.seq;
-        t.queue.push(Queued { priority: job.request.priority, seq, job: job.clone() });
-        let place = t
-            .queue
-            .iter()
-            .filter(|q| (q.priority, std::cmp::Reverse(q.seq)) > (job.request.priority, std::cmp::Reverse(seq)))
-            .count();
+        let entry = Queued { priority: job.request.priority, seq, job: job.clone() };
+        // Ahead of it: every queued job that pops first.
+        let place = t.queue.iter().filter(|q| *q > &entry).count();
+        t.queue.push(entry);
         drop(t);
         self.inner.metrics.submitted(job.request.kind);
         self.inner.wake.notify_one();
