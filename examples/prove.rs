@@ -6,7 +6,7 @@
 //! # (cached in the temp folder), prove it and verify the proof
 //! cargo run --release --example prove
 //!
-//! # a real C1 output (e.g. from the make-c1 example, or Lotus/Curio)
+//! # a real C1 output (e.g. from `porep-c2 make-c1`, or Lotus/Curio)
 //! cargo run --release --example prove -- c1.json --prover-id HEX --sector-id N \
 //!     [--params-dir DIR | --params FILE] [--seed N] [--out proof.json] [--no-verify] \
 //!     [--backend cpu|auto]

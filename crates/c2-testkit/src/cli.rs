@@ -1,5 +1,5 @@
-//! Command-line helpers shared by the examples (`prove`, `c2-bench`,
-//! `witness-mix`).
+//! Command-line helpers shared by the examples (`prove`, `witness-mix`) and
+//! the `porep-c2` command.
 
 /// A 32-byte value from 64 hex digits (optionally `0x`-prefixed), e.g. a
 /// prover id.

@@ -213,6 +213,20 @@ pub fn seal_registered(
     dir: &Path,
     seed: u64,
 ) -> Result<SealedSector, DemoError> {
+    seal_registered_for(registered_proof, dir, seed, None, None)
+}
+
+/// [`seal_registered`] for this prover id (e.g. a miner's, so a service
+/// that derives it from the actor id proves the sector) and sector number;
+/// `None`: random ones from the seed. The other random choices do not
+/// depend on them.
+pub fn seal_registered_for(
+    registered_proof: RegisteredSealProof,
+    dir: &Path,
+    seed: u64,
+    prover_id: Option<[u8; 32]>,
+    sector_id: Option<u64>,
+) -> Result<SealedSector, DemoError> {
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
     std::fs::create_dir_all(dir).map_err(demo_err)?;
     let cache = dir.join("cache");
@@ -230,8 +244,10 @@ pub fn seal_registered(
     staged_file.flush().map_err(demo_err)?;
     File::create(&sealed).map_err(demo_err)?;
 
-    let prover_id: [u8; 32] = rng.gen();
-    let sector_id = SectorId::from(rng.gen_range(1..1_000_000u64));
+    let drawn: [u8; 32] = rng.gen();
+    let prover_id = prover_id.unwrap_or(drawn);
+    let drawn = rng.gen_range(1..1_000_000u64);
+    let sector_id = SectorId::from(sector_id.unwrap_or(drawn));
     let ticket: [u8; 32] = rng.gen();
     let mut seed_bytes: [u8; 32] = rng.gen();
     seed_bytes[31] &= 0x3f;

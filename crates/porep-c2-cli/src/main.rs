@@ -1,25 +1,34 @@
-//! `porep-c2`: prove a sector's C1 output (commit phase 2) by hand, or serve
-//! Curio's cuzk.v1 proving protocol.
+//! `porep-c2`: prove a sector's C1 output (commit phase 2) by hand, measure
+//! throughput, make test sectors, check parameter files, or serve Curio's
+//! cuzk.v1 proving protocol.
 //!
 //! ```text
 //! porep-c2 prove c1.json --miner f01000 --sector-id 7 --out proof.json
 //! porep-c2 prove commit2-in.json --miner t01000           # lotus-bench's Commit2In
+//! porep-c2 bench --c1 c1.json --miner f01000 --sector-id 7 -c 4 -j 16
+//! porep-c2 bench --daemon unix:///run/curio/cuzk.sock --c1 c1.json --miner f01000 --sector-id 7 -c 4 -j 16
+//! porep-c2 make-c1 --sector-size 32GiB --cc --miner f01000 --out c1.json
+//! porep-c2 check-params --sector-size 32GiB              # blake2b digests vs parameters.json
 //! porep-c2 serve --config /etc/porep-c2.toml               # Curio: [Cuzk] Address
 //! porep-c2 serve --print-config                            # the defaults, documented
 //! ```
 //! Logs go to stderr (`RUST_LOG`, default `info`); errors are printed with
 //! their causes and exit with status 1 (2 for bad arguments).
 
-use std::io::{IsTerminal, Read, Write};
+mod bench;
+mod check_params;
+mod daemon_bench;
+mod make_c1;
+mod prove;
+mod serve;
+mod synthetic_engine;
+
 use std::path::PathBuf;
-use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use base64::Engine as _;
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use porep_c2::{parse_c1_json, prove_porep_c2_with_report, Progress, Randomness, SealCommitPhase2Output};
+use clap::{Args, Parser, Subcommand};
 use porep_c2_service::config::ProverSection;
-use porep_c2_service::{prover_id_from_actor, serve, Jobs, Listen, Metrics, PorepEngine, ServiceConfig};
+use porep_c2_service::{prover_id_from_actor, POREP_CIRCUITS};
 
 /// Filecoin PoRep commit phase 2 (C2) on the GPU, bit-identical to
 /// filecoin-proofs.
@@ -33,23 +42,24 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Prove one sector's C1 output and write the proof.
-    Prove(ProveArgs),
+    Prove(prove::ProveArgs),
+    /// Prove many sectors with several in flight and report seconds per
+    /// proof and GPU busy time (in this process, or through a daemon).
+    Bench(bench::BenchArgs),
+    /// Make a sector's C1 output: seal random data with filecoin-proofs'
+    /// PC1, PC2 and C1, or (`--cc`) a committed-capacity test sector of any
+    /// size in seconds.
+    #[command(name = "make-c1")]
+    MakeC1(make_c1::MakeC1Args),
+    /// Check parameter files against filecoin-proofs' parameters.json
+    /// (blake2b digests): valid, missing, mismatched and unknown files.
+    #[command(name = "check-params")]
+    CheckParams(check_params::CheckParamsArgs),
     /// Serve the cuzk.v1 gRPC protocol (what Curio's `[Cuzk] Address` points at).
-    Serve(ServeArgs),
+    Serve(serve::ServeArgs),
 }
 
-/// How the proof is written.
-#[derive(Clone, Copy, ValueEnum)]
-enum Format {
-    /// filecoin-proofs' `SealCommitPhase2Output` JSON: `{"proof":[...]}`.
-    Json,
-    /// The proof bytes as hex.
-    Hex,
-    /// The proof bytes (192 per partition).
-    Raw,
-}
-
-/// The prover's settings shared by `prove` and `serve`.
+/// The prover's settings shared by `prove`, `bench` and `serve`.
 #[derive(Args, Clone)]
 struct ProverArgs {
     /// `auto` (the GPUs when a device answers, else the CPU), `gpu` or `cpu`.
@@ -59,7 +69,8 @@ struct ProverArgs {
     /// (`CUDA_VISIBLE_DEVICES` applies as usual).
     #[arg(long, value_delimiter = ',')]
     devices: Vec<usize>,
-    /// Device memory to use per device, GiB (0: all free memory but 2 GiB).
+    /// Device memory to use per device, GiB (0: what the workers and the
+    /// sector size's parameters need, sized by the planner).
     #[arg(long, default_value_t = 0, env = "POREP_C2_VRAM_CAP_GIB")]
     vram_cap: usize,
     /// GPU workers per device.
@@ -72,23 +83,26 @@ struct ProverArgs {
 }
 
 impl ProverArgs {
-    fn section(&self) -> ProverSection {
+    /// The prover's settings, device memory sized for sectors of
+    /// `sector_size` bytes when known (else for 32 GiB).
+    fn section(&self, sector_size: Option<u64>) -> ProverSection {
+        let circuit = sector_size.and_then(|b| POREP_CIRCUITS.iter().find(|(_, s)| *s == b)).map(|(id, _)| id);
         ProverSection {
             backend: self.backend.clone(),
             devices: self.devices.clone(),
             vram_cap_gib: self.vram_cap,
             workers_per_device: self.workers,
             params_dir: self.params_dir.clone().unwrap_or_default(),
+            circuits: circuit.into_iter().map(|id| id.to_string()).collect(),
             ..ProverSection::default()
         }
     }
 }
 
-#[derive(Args)]
-struct ProveArgs {
-    /// The C1 output (filecoin-proofs-api JSON, as Lotus and Curio write
-    /// it) or lotus-bench's `Commit2In` file; `-` reads stdin.
-    input: PathBuf,
+/// Whose sector: the prover id (from the miner's actor id, as filecoin-ffi
+/// derives it, or given) and the sector number.
+#[derive(Args, Clone, Default)]
+struct SectorArgs {
     /// The miner (`f01000`, `t01000` or the actor id): the prover id is
     /// derived from it as filecoin-ffi does.
     #[arg(long, conflicts_with = "prover_id")]
@@ -96,52 +110,27 @@ struct ProveArgs {
     /// The prover id as 64 hex digits (instead of `--miner`).
     #[arg(long)]
     prover_id: Option<String>,
-    /// The sector number (default: a `Commit2In` file's `SectorNum`).
+    /// The sector number.
     #[arg(long)]
     sector_id: Option<u64>,
-    /// Where to write the proof (default: stdout).
-    #[arg(long, short)]
-    out: Option<PathBuf>,
-    /// How to write it.
-    #[arg(long, value_enum, default_value = "json")]
-    format: Format,
-    /// Blinding factors from this seed instead of the OS RNG: reproducible
-    /// bytes for tests and audits, never for proofs you submit.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Skip the verification of the proof (filecoin-proofs always verifies).
-    #[arg(long)]
-    no_verify: bool,
-    #[command(flatten)]
-    prover: ProverArgs,
 }
 
-#[derive(Args)]
-struct ServeArgs {
-    /// The configuration file (TOML; see `--print-config`).
-    #[arg(long, short, env = "POREP_C2_CONFIG")]
-    config: Option<PathBuf>,
-    /// Where to listen (overrides the file): `unix:///path.sock` or `host:port`.
-    #[arg(long)]
-    listen: Option<String>,
-    /// Device memory per device, GiB (overrides the file).
-    #[arg(long, env = "POREP_C2_VRAM_CAP_GIB")]
-    vram_cap: Option<usize>,
-    /// Print the configuration (defaults with the file and flags applied) and exit.
-    #[arg(long)]
-    print_config: bool,
-}
+impl SectorArgs {
+    /// The miner's actor id, when given.
+    fn actor(&self) -> Result<Option<u64>> {
+        self.miner.as_deref().map(actor_id).transpose()
+    }
 
-fn main() {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Prove(a) => prove(a),
-        Command::Serve(a) => serve_cmd(a),
-    };
-    if let Err(e) = result {
-        eprintln!("porep-c2: error: {e:#}");
-        std::process::exit(1);
+    /// The prover id: from `--miner` or `--prover-id`.
+    fn prover_id(&self) -> Result<[u8; 32]> {
+        match (self.actor()?, &self.prover_id) {
+            (Some(actor), _) => Ok(prover_id_from_actor(actor)),
+            (None, Some(h)) => hex::decode(h.trim_start_matches("0x"))
+                .ok()
+                .and_then(|v| v.try_into().ok())
+                .with_context(|| format!("--prover-id {h:?}: expected 32 bytes of hex")),
+            (None, None) => bail!("give --miner (f0<id>) or --prover-id (64 hex digits)"),
+        }
     }
 }
 
@@ -151,142 +140,56 @@ fn actor_id(miner: &str) -> Result<u64> {
     digits.parse().with_context(|| format!("--miner {miner:?}: expected f0<id>, t0<id> or an actor id"))
 }
 
-/// lotus-bench's `Commit2In`.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct Commit2In {
-    sector_num: u64,
-    phase1_out: String,
-    #[allow(dead_code)]
-    sector_size: u64,
+fn main() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Prove(a) => prove::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::MakeC1(a) => make_c1::run(a),
+        Command::CheckParams(a) => check_params::run(a),
+        Command::Serve(a) => serve::run(a),
+    };
+    if let Err(e) = result {
+        eprintln!("porep-c2: error: {e:#}");
+        std::process::exit(1);
+    }
 }
 
-/// The C1 JSON and, from a `Commit2In`, the sector number.
-fn read_input(path: &PathBuf) -> Result<(Vec<u8>, Option<u64>)> {
-    let bytes = if path.as_os_str() == "-" {
-        let mut b = Vec::new();
-        std::io::stdin().read_to_end(&mut b).context("reading stdin")?;
-        b
-    } else {
-        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
-    };
-    // A Commit2In has a Phase1Out key; a C1 output has registered_proof.
-    if let Ok(c2in) = serde_json::from_slice::<Commit2In>(&bytes) {
-        let c1 = base64::engine::general_purpose::STANDARD
-            .decode(c2in.phase1_out.trim())
-            .context("Commit2In.Phase1Out is not base64")?;
-        return Ok((c1, Some(c2in.sector_num)));
-    }
-    Ok((bytes, None))
-}
-
-fn prove(a: ProveArgs) -> Result<()> {
-    let (json, sector_num) = read_input(&a.input)?;
-    let c1 = parse_c1_json(&json)?;
-    let prover_id: [u8; 32] = match (&a.miner, &a.prover_id) {
-        (Some(m), _) => prover_id_from_actor(actor_id(m)?),
-        (None, Some(h)) => hex::decode(h.trim_start_matches("0x"))
-            .ok()
-            .and_then(|v| v.try_into().ok())
-            .with_context(|| format!("--prover-id {h:?}: expected 32 bytes of hex"))?,
-        (None, None) => bail!("give --miner (f0<id>) or --prover-id (64 hex digits)"),
-    };
-    let Some(sector_id) = a.sector_id.or(sector_num) else { bail!("give --sector-id") };
-    let mut config = a.prover.section().prover_config()?;
-    config.verify = !a.no_verify;
-    if let Some(seed) = a.seed {
-        let mut s = [0u8; 32];
-        s[..8].copy_from_slice(&seed.to_le_bytes());
-        config.randomness = Randomness::Seed(s);
-    }
-    let partitions = c1.registered_proof.partitions() as u64;
-    let bar = std::io::stderr().is_terminal().then(|| {
-        let b = indicatif::ProgressBar::new(partitions);
+/// A progress bar on a terminal (none when stderr is not one).
+fn progress_bar(len: u64, template: &str) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal().then(|| {
+        let b = indicatif::ProgressBar::new(len);
         b.set_style(
-            indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} partitions")
+            indicatif::ProgressStyle::with_template(template)
                 .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
         );
         b
-    });
-    if let Some(b) = &bar {
-        let b = b.clone();
-        config.progress = Some(Progress::new(move |_| b.inc(1)));
-    }
-    let t = Instant::now();
-    let (out, report) = prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config)?;
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
-    log::info!(
-        "{:?} sector {sector_id}: {} partitions proved in {:.1} s ({}; parameters {:.1} s, verified: {}, retried: {})",
-        c1.registered_proof,
-        report.partitions.len(),
-        t.elapsed().as_secs_f64(),
-        report.backend,
-        report.load_params.as_secs_f64(),
-        config.verify,
-        report.retries()
-    );
-    let bytes = match a.format {
-        Format::Json => serde_json::to_vec(&SealCommitPhase2Output { proof: out.proof })?,
-        Format::Hex => hex::encode(&out.proof).into_bytes(),
-        Format::Raw => out.proof,
-    };
-    match &a.out {
-        Some(p) => std::fs::write(p, &bytes).with_context(|| format!("writing {}", p.display()))?,
-        None => {
-            let mut o = std::io::stdout().lock();
-            o.write_all(&bytes)?;
-            if !matches!(a.format, Format::Raw) {
-                o.write_all(b"\n")?;
-            }
-        }
-    }
-    Ok(())
+    })
 }
 
-fn serve_cmd(a: ServeArgs) -> Result<()> {
-    let mut config = match &a.config {
-        Some(p) => ServiceConfig::read(p)?,
-        None => ServiceConfig::default(),
-    };
-    if let Some(l) = a.listen {
-        config.server.listen = l;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn miners_name_actor_ids() {
+        assert_eq!(actor_id("f01000").unwrap(), 1000);
+        assert_eq!(actor_id("t01000").unwrap(), 1000);
+        assert_eq!(actor_id("42").unwrap(), 42);
+        assert!(actor_id("f1abc").is_err());
+        let s = SectorArgs { miner: Some("f01000".into()), ..Default::default() };
+        assert_eq!(s.prover_id().unwrap(), prover_id_from_actor(1000));
+        let hex_id = SectorArgs { prover_id: Some(format!("0x{}", "ab".repeat(32))), ..Default::default() };
+        assert_eq!(hex_id.prover_id().unwrap(), [0xab; 32]);
+        assert!(SectorArgs { prover_id: Some("abcd".into()), ..Default::default() }.prover_id().is_err());
+        assert!(SectorArgs::default().prover_id().is_err());
     }
-    if let Some(c) = a.vram_cap {
-        config.prover.vram_cap_gib = c;
+
+    #[test]
+    fn every_subcommand_parses_its_help() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
     }
-    config.check()?;
-    if a.print_config {
-        print!("{}", config.to_toml());
-        return Ok(());
-    }
-    let listen = Listen::parse(&config.server.listen).map_err(anyhow::Error::msg)?;
-    let engine = std::sync::Arc::new(PorepEngine::new(config.prover.prover_config()?));
-    for id in &config.prover.preload {
-        use porep_c2_service::Engine;
-        let t = Instant::now();
-        engine.preload(id).with_context(|| format!("preloading {id}"))?;
-        log::info!("porep-c2: {id} ready in {:.1} s", t.elapsed().as_secs_f64());
-    }
-    let jobs = Jobs::start(engine, config.jobs.jobs_config(), std::sync::Arc::new(Metrics::default()));
-    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
-    runtime.block_on(async {
-        let shutdown = async {
-            let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(e) => {
-                    log::error!("porep-c2: no SIGTERM handler ({e}); stop with Ctrl-C");
-                    let _ = tokio::signal::ctrl_c().await;
-                    return;
-                }
-            };
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        };
-        serve(&listen, jobs, config.server.max_message_bytes, shutdown, || {}).await
-    })?;
-    Ok(())
 }

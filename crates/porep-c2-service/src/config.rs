@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use porep_c2::plan::PartitionShape;
 use porep_c2::{Backend, HostBudget, ParamsSource, ProverConfig};
 use serde::{Deserialize, Serialize};
 
@@ -39,7 +40,7 @@ pub struct ServerSection {
 
 impl Default for ServerSection {
     fn default() -> Self {
-        Self { listen: DEFAULT_LISTEN.into(), max_message_bytes: 256 << 20 }
+        Self { listen: DEFAULT_LISTEN.into(), max_message_bytes: crate::client::MAX_MESSAGE_BYTES }
     }
 }
 
@@ -60,10 +61,19 @@ pub struct ProverSection {
     /// GPU workers per device (each proves whole partitions; two overlap
     /// one partition's uploads with another's kernels).
     pub workers_per_device: usize,
-    /// Device memory the service may take per device, GiB; 0: the driver's
-    /// free memory minus 2 GiB. A node that also runs PoSt on the same GPU
-    /// sets this below the card's memory (PoSt's own needs).
+    /// Device memory the service may take per device, GiB; 0 (the default):
+    /// what the workers and the resident sets of `circuits` need plus a
+    /// margin (`porep_c2::plan::sized_budget`; two workers: 11.7 GiB for
+    /// 2 KiB + 8 MiB, 129.9 GiB for 32 GiB), never more than the driver's
+    /// free memory minus 2 GiB. A larger number than the card has takes all
+    /// free memory. A node that also runs PoSt on the same GPU keeps the
+    /// default or sets this below the card's memory minus PoSt's needs.
     pub vram_cap_gib: usize,
+    /// The circuit ids this prover proves (`porep-2k` .. `porep-64g`): the
+    /// workers are planned for the largest and device memory is sized for
+    /// all of them resident. Empty: the `preload` list, or `porep-32g` when
+    /// that is empty too.
+    pub circuits: Vec<String>,
     /// Host memory for synthesized partitions of all proofs in flight,
     /// GiB; 0: unbounded.
     pub host_budget_gib: usize,
@@ -85,6 +95,7 @@ impl Default for ProverSection {
             devices: Vec::new(),
             workers_per_device: 2,
             vram_cap_gib: 0,
+            circuits: Vec::new(),
             host_budget_gib: 0,
             synthesis_workers: 2,
             preload: Vec::new(),
@@ -112,6 +123,39 @@ impl ProverSection {
         Ok(c)
     }
 
+    /// The partition shapes device memory is planned for: `circuits`, else
+    /// `preload`, else the 32 GiB circuit.
+    pub fn planned_shapes(&self) -> Vec<PartitionShape> {
+        let ids = if !self.circuits.is_empty() { &self.circuits } else { &self.preload };
+        let shapes: Vec<PartitionShape> =
+            ids.iter().filter_map(|id| circuit_sector_size(id)).filter_map(PartitionShape::for_sector_size).collect();
+        if shapes.is_empty() {
+            PartitionShape::for_sector_size(32 << 30).into_iter().collect()
+        } else {
+            shapes
+        }
+    }
+
+    /// The shape the workers' arenas are planned for: the largest planned.
+    pub fn worker_shape(&self) -> Option<PartitionShape> {
+        self.planned_shapes().into_iter().max_by_key(|s| (s.log_domain, s.aux))
+    }
+
+    /// Device memory per device, bytes: `vram_cap_gib`, or when 0 what the
+    /// workers and the planned sets need ([`porep_c2::plan::sized_budget`]).
+    /// The pool takes at most the driver's free memory minus its margin
+    /// either way.
+    pub fn vram_cap_bytes(&self) -> usize {
+        if self.vram_cap_gib > 0 {
+            return self.vram_cap_gib << 30;
+        }
+        let shapes = self.planned_shapes();
+        match self.worker_shape() {
+            Some(w) => porep_c2::plan::sized_budget(self.workers_per_device.max(1), &w, &shapes),
+            None => 0,
+        }
+    }
+
     /// The backend `backend` names: `cpu`; `gpu` (every configured device,
     /// else an error); `auto` (`gpu`, else the CPU after one warning).
     pub fn backend(&self) -> Result<Backend, porep_c2::Error> {
@@ -125,7 +169,10 @@ impl ProverSection {
                 workers_per_device: self.workers_per_device.max(1),
                 ..Default::default()
             };
-            g.vram.cap = (self.vram_cap_gib > 0).then_some(self.vram_cap_gib << 30);
+            if let Some(w) = self.worker_shape() {
+                g.plan_for = w;
+            }
+            g.vram.cap = Some(self.vram_cap_bytes()).filter(|&b| b > 0);
             match porep_c2::gpu::gpu_backend(&g) {
                 Ok(b) => Ok(b),
                 Err(e) if self.backend == "auto" => {
@@ -145,6 +192,11 @@ impl ProverSection {
             Ok(Backend::cpu())
         }
     }
+}
+
+/// The sector size of a PoRep circuit id (`porep-2k` .. `porep-64g`).
+pub fn circuit_sector_size(id: &str) -> Option<u64> {
+    crate::engine::POREP_CIRCUITS.iter().find(|(c, _)| *c == id).map(|(_, s)| *s)
 }
 
 /// `[jobs]`.
@@ -223,9 +275,11 @@ impl ServiceConfig {
         if self.jobs.concurrent_proofs == 0 || self.jobs.max_pending == 0 {
             return bad("jobs.concurrent_proofs and jobs.max_pending must be at least 1".into());
         }
-        for id in &self.prover.preload {
-            if !crate::engine::POREP_CIRCUITS.iter().any(|(c, _)| c == id) {
-                return bad(format!("prover.preload: unknown circuit id {id:?} (porep-2k .. porep-64g)"));
+        for (key, ids) in [("preload", &self.prover.preload), ("circuits", &self.prover.circuits)] {
+            for id in ids {
+                if circuit_sector_size(id).is_none() {
+                    return bad(format!("prover.{key}: unknown circuit id {id:?} (porep-2k .. porep-64g)"));
+                }
             }
         }
         crate::server::Listen::parse(&self.server.listen).map(|_| ()).map_err(ConfigError::Invalid)
@@ -240,6 +294,30 @@ impl ServiceConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Device memory is sized for the circuits served: a 2 KiB + 8 MiB
+    /// node takes a few GB, a 32 GiB one most of an H200; a cap wins.
+    #[test]
+    fn device_memory_is_sized_for_the_circuits_served() {
+        let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
+        let small = ProverSection { preload: vec!["porep-2k".into(), "porep-8m".into()], ..Default::default() };
+        assert_eq!(small.worker_shape(), PartitionShape::for_sector_size(8 << 20));
+        let small_gib = gib(small.vram_cap_bytes());
+        assert!((2.0..12.0).contains(&small_gib), "{small_gib}");
+        // Nothing named: planned for 32 GiB.
+        let default_gib = gib(ProverSection::default().vram_cap_bytes());
+        assert!((60.0..139.0).contains(&default_gib), "{default_gib}");
+        eprintln!("sized device memory: 2 KiB + 8 MiB {small_gib:.1} GiB, 32 GiB {default_gib:.1} GiB (two workers)");
+        // `circuits` wins over `preload`; an explicit cap over both.
+        let big = ProverSection { circuits: vec!["porep-32g".into()], ..small.clone() };
+        assert_eq!(gib(big.vram_cap_bytes()), default_gib);
+        assert_eq!(ProverSection { vram_cap_gib: 16, ..big }.vram_cap_bytes(), 16 << 30);
+        let bad = ServiceConfig {
+            prover: ProverSection { circuits: vec!["porep-1t".into()], ..Default::default() },
+            ..Default::default()
+        };
+        assert!(bad.check().is_err());
+    }
 
     /// The documented sample file is the defaults, key for key.
     #[test]

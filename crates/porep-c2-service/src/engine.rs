@@ -2,12 +2,16 @@
 //! proof kind or a node's own prover can sit behind the same service) and
 //! [`PorepEngine`], C2 through the `porep-c2` facade.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use porep_c2::{parse_c1_json, prove_porep_c2_with_report, CancelToken, ProofReport, ProverConfig, SectorId};
+use porep_c2::{
+    device_busy_ms, parse_c1_json, prove_porep_c2_with_report, CancelToken, PartitionEvent, Progress, ProofReport,
+    ProverConfig, SectorId,
+};
 
 use crate::request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
 
@@ -46,6 +50,10 @@ pub struct ProofOutput {
     pub retries: usize,
     /// Host-to-device bytes (GPU workers).
     pub h2d_bytes: u64,
+    /// Kernel busy spans per device ordinal: ms after that device's time
+    /// origin (shared by every proof of the process), for the service's
+    /// GPU-busy counters.
+    pub device_spans: Vec<(usize, Vec<(f32, f32)>)>,
 }
 
 impl ProofOutput {
@@ -59,7 +67,48 @@ impl ProofOutput {
             gpu_compute: Duration::from_secs_f64(gpu.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3),
             retries: r.retries(),
             h2d_bytes: gpu.iter().map(|g| g.h2d_bytes).sum(),
+            device_spans: device_busy_ms(gpu.iter().copied())
+                .into_iter()
+                .map(|(d, _)| {
+                    let spans = gpu.iter().filter(|g| g.device == d).flat_map(|g| g.spans_ms.iter().copied());
+                    (d, spans.collect())
+                })
+                .collect(),
         }
+    }
+}
+
+/// Where a running job's partitions are proved now: told by the engine as
+/// they start and end (`GetStatus` shows each device's job from it).
+#[derive(Debug, Default)]
+pub struct Placement {
+    /// Partition index -> device ordinal (`None`: the host).
+    on: Mutex<BTreeMap<usize, Option<usize>>>,
+}
+
+impl Placement {
+    /// Partition `partition` started on `device`.
+    pub fn started(&self, partition: usize, device: Option<usize>) {
+        self.on.lock().unwrap_or_else(|p| p.into_inner()).insert(partition, device);
+    }
+
+    /// Partition `partition` ended.
+    pub fn done(&self, partition: usize) {
+        self.on.lock().unwrap_or_else(|p| p.into_inner()).remove(&partition);
+    }
+
+    /// The devices working for the job now.
+    pub fn devices(&self) -> BTreeSet<usize> {
+        self.on.lock().unwrap_or_else(|p| p.into_inner()).values().filter_map(|d| *d).collect()
+    }
+
+    /// A facade progress callback that keeps this placement current.
+    pub fn progress(self: &Arc<Self>) -> Progress {
+        let me = self.clone();
+        Progress::events(move |e| match e {
+            PartitionEvent::Started { partition, device } => me.started(partition, device),
+            PartitionEvent::Done { partition } => me.done(partition),
+        })
     }
 }
 
@@ -81,8 +130,14 @@ pub trait Engine: Send + Sync + 'static {
     /// `UNIMPLEMENTED` before anything is queued).
     fn supports(&self, kind: ProofKind) -> bool;
 
-    /// Proves `request`, checking `cancel` where it can stop early.
-    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError>;
+    /// Proves `request`, checking `cancel` where it can stop early and
+    /// telling `placement` where its partitions run.
+    fn prove(
+        &self,
+        request: &ProofRequest,
+        cancel: &CancelToken,
+        placement: &Arc<Placement>,
+    ) -> Result<ProofOutput, EngineError>;
 
     /// Loads the parameter set of `circuit_id` (e.g. `porep-32g`) and keeps
     /// it ready; `Ok(true)` when it was loaded already.
@@ -154,7 +209,12 @@ impl Engine for PorepEngine {
         kind == ProofKind::PorepSealCommit
     }
 
-    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError> {
+    fn prove(
+        &self,
+        request: &ProofRequest,
+        cancel: &CancelToken,
+        placement: &Arc<Placement>,
+    ) -> Result<ProofOutput, EngineError> {
         if request.kind != ProofKind::PorepSealCommit {
             return Err(EngineError::Unimplemented(request.kind));
         }
@@ -181,6 +241,7 @@ impl Engine for PorepEngine {
         let mut config = self.config.clone();
         config.pipeline.priority = request.priority;
         config.pipeline.cancel = Some(cancel.clone());
+        config.progress = Some(placement.progress());
         let prover_id = prover_id_from_actor(request.miner_id);
         let sector_id = SectorId::from(request.sector_number);
         match prove_porep_c2_with_report(&c1, prover_id, sector_id, &config) {
@@ -230,5 +291,26 @@ impl Engine for PorepEngine {
     fn loaded(&self) -> Vec<LoadedSet> {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
         held.iter().map(|h| LoadedSet { circuit_id: h.circuit_id.clone(), bytes: h.bytes, on_device: true }).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placement_follows_partition_events() {
+        let placement = Arc::new(Placement::default());
+        let progress = placement.progress();
+        let send = |e| progress.event(e);
+        send(PartitionEvent::Started { partition: 0, device: Some(1) });
+        send(PartitionEvent::Started { partition: 1, device: None });
+        send(PartitionEvent::Started { partition: 2, device: Some(0) });
+        assert_eq!(placement.devices(), BTreeSet::from([0, 1]));
+        send(PartitionEvent::Done { partition: 0 });
+        send(PartitionEvent::Done { partition: 1 });
+        assert_eq!(placement.devices(), BTreeSet::from([0]));
+        send(PartitionEvent::Done { partition: 2 });
+        assert!(placement.devices().is_empty());
     }
 }

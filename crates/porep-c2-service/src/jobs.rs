@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use porep_c2::CancelToken;
 use tokio::sync::watch;
 
-use crate::engine::{Engine, EngineError, ProofOutput};
+use crate::engine::{Engine, EngineError, Placement, ProofOutput};
 use crate::metrics::Metrics;
 use crate::request::{ProofKind, ProofRequest};
 
@@ -80,6 +80,7 @@ pub struct Job {
     submitted: Instant,
     cancel: CancelToken,
     state: watch::Sender<JobState>,
+    placement: Arc<Placement>,
 }
 
 impl Job {
@@ -91,6 +92,12 @@ impl Job {
     /// A receiver of its state changes.
     pub fn watch(&self) -> watch::Receiver<JobState> {
         self.state.subscribe()
+    }
+
+    /// The devices proving its partitions now (empty while it synthesizes
+    /// or waits for a worker, and on the CPU).
+    pub fn devices(&self) -> std::collections::BTreeSet<usize> {
+        self.placement.devices()
     }
 }
 
@@ -215,6 +222,7 @@ impl Jobs {
             submitted: Instant::now(),
             cancel: CancelToken::new(),
             state: watch::channel(JobState::Queued).0,
+            placement: Arc::default(),
         });
         if !job.request.request_id.is_empty() {
             t.by_request.insert(job.request.request_id.clone(), id.clone());
@@ -347,7 +355,8 @@ impl Inner {
             let request = job.request.clone();
             let cancel = job.cancel.clone();
             // A panic in the engine fails this job, not the runner.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| engine.prove(&request, &cancel)))
+            let prove = || engine.prove(&request, &cancel, &job.placement);
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(prove))
                 .unwrap_or_else(|_| Err(EngineError::Invalid("the prover panicked".into())));
             let outcome = match result {
                 Ok(out) => Outcome::Completed(out),

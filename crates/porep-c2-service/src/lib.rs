@@ -18,6 +18,7 @@
 //! `UNIMPLEMENTED`. Every returned proof was verified by the facade.
 #![deny(missing_docs)]
 
+pub mod client;
 pub mod config;
 pub mod engine;
 pub mod jobs;
@@ -34,7 +35,7 @@ pub mod proto {
 }
 
 pub use config::ServiceConfig;
-pub use engine::{Engine, EngineError, LoadedSet, PorepEngine, ProofOutput, POREP_CIRCUITS};
+pub use engine::{Engine, EngineError, LoadedSet, Placement, PorepEngine, ProofOutput, POREP_CIRCUITS};
 pub use jobs::{Jobs, JobsConfig};
 pub use metrics::Metrics;
 pub use request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};

@@ -25,15 +25,60 @@ struct KindStats {
     h2d_bytes: u64,
 }
 
+/// Spans arriving this long after later ones are still merged exactly: a
+/// proof reports its partitions' kernel spans when it ends, so spans come
+/// out of order by up to one proof's length (a 32 GiB proof: ~1 min).
+const BUSY_HORIZON_MS: f32 = 10.0 * 60e3;
+
+/// One device's busy time: the union of every proof's kernel spans (ms on
+/// the device's time origin). Spans older than [`BUSY_HORIZON_MS`] before
+/// the latest are folded into a total; the rest stay merged and sorted.
+#[derive(Clone, Debug, Default)]
+struct BusyClock {
+    /// Busy ms folded into the total, all before `frontier`.
+    settled_ms: f64,
+    /// Spans before it are settled; a late one is clipped to it.
+    frontier: f32,
+    /// Disjoint spans after `frontier`, sorted.
+    open: Vec<(f32, f32)>,
+}
+
+impl BusyClock {
+    /// Adds spans (any order, overlapping or not).
+    fn add(&mut self, spans: &[(f32, f32)]) {
+        let late = spans.iter().map(|&(s, e)| (s.max(self.frontier), e)).filter(|(s, e)| e > s);
+        let mut all: Vec<(f32, f32)> = self.open.drain(..).chain(late).collect();
+        all.sort_by(|a, b| a.0.total_cmp(&b.0));
+        for (s, e) in all {
+            match self.open.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => self.open.push((s, e)),
+            }
+        }
+        let newest = self.open.last().map_or(self.frontier, |l| l.1);
+        let keep = self.open.partition_point(|&(_, e)| e < newest - BUSY_HORIZON_MS);
+        for (s, e) in self.open.drain(..keep) {
+            self.settled_ms += f64::from(e - s);
+            self.frontier = self.frontier.max(e);
+        }
+    }
+
+    /// Busy seconds so far.
+    fn busy_s(&self) -> f64 {
+        (self.settled_ms + self.open.iter().map(|(s, e)| f64::from(e - s)).sum::<f64>()) / 1e3
+    }
+}
+
 /// The service's metrics.
 pub struct Metrics {
     started: Instant,
     kinds: Mutex<BTreeMap<&'static str, KindStats>>,
+    busy: Mutex<BTreeMap<usize, BusyClock>>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self { started: Instant::now(), kinds: Mutex::new(BTreeMap::new()) }
+        Self { started: Instant::now(), kinds: Mutex::new(BTreeMap::new()), busy: Mutex::new(BTreeMap::new()) }
     }
 }
 
@@ -66,6 +111,10 @@ impl Metrics {
             s.total_s += done.total.as_secs_f64();
             match &done.outcome {
                 Outcome::Completed(o) => {
+                    let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+                    for (device, spans) in &o.device_spans {
+                        busy.entry(*device).or_default().add(spans);
+                    }
                     s.completed += 1;
                     s.retries += o.retries as u64;
                     s.params_load_s += o.params_load.as_secs_f64();
@@ -83,6 +132,14 @@ impl Metrics {
     pub fn totals(&self) -> (u64, u64) {
         let k = self.kinds.lock().unwrap_or_else(|p| p.into_inner());
         (k.values().map(|s| s.completed).sum(), k.values().map(|s| s.failed).sum())
+    }
+
+    /// GPU busy seconds per device ordinal: the union of the kernel spans
+    /// (CUDA events) of every completed proof, so two workers' overlapping
+    /// kernels count once.
+    pub fn gpu_busy_s(&self) -> Vec<(usize, f64)> {
+        let busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
+        busy.iter().map(|(d, c)| (*d, c.busy_s())).collect()
     }
 
     /// Seconds since the service started.
@@ -170,11 +227,66 @@ impl Metrics {
             devices.iter().map(|d| (format!("{{gpu=\"{}\"}}", d.ordinal), d.used_bytes.to_string())).collect(),
         );
         family(
+            "porep_c2_gpu_busy_seconds_total",
+            "counter",
+            "GPU busy seconds: the union of completed proofs' kernel spans (CUDA events); rate() is the busy fraction.",
+            self.gpu_busy_s().into_iter().map(|(d, s)| (format!("{{gpu=\"{d}\"}}"), format!("{s:.6}"))).collect(),
+        );
+        if let Some(rss) = resident_bytes() {
+            family(
+                "process_resident_memory_bytes",
+                "gauge",
+                "Resident memory of the service's process (parameters held in host memory included).",
+                vec![(String::new(), rss.to_string())],
+            );
+        }
+        family(
             "porep_c2_uptime_seconds",
             "gauge",
             "Seconds since the service started.",
             vec![(String::new(), self.uptime_s().to_string())],
         );
         out
+    }
+}
+
+/// The process's resident set (`VmRSS` of `/proc/self/status`; `None`
+/// where there is no procfs).
+fn resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::BusyClock;
+
+    #[test]
+    fn resident_memory_is_read_on_linux() {
+        let rss = super::resident_bytes();
+        if cfg!(target_os = "linux") {
+            // A test process holds at least a megabyte.
+            assert!(rss.is_some_and(|b| b > 1 << 20), "{rss:?}");
+        }
+    }
+
+    #[test]
+    fn busy_clock_is_the_union_of_spans_in_any_order() {
+        let mut c = BusyClock::default();
+        c.add(&[(10.0, 20.0), (15.0, 30.0)]);
+        c.add(&[(0.0, 5.0)]); // earlier, reported later
+        c.add(&[(29.0, 31.0), (40.0, 41.0)]);
+        assert_eq!(c.busy_s(), (5.0 + 21.0 + 1.0) / 1e3);
+        // A span past the horizon settles the old ones; totals stay exact.
+        let far = super::BUSY_HORIZON_MS + 1000.0;
+        c.add(&[(far, far + 2.0)]);
+        assert_eq!(c.frontier, 41.0);
+        assert_eq!(c.open, vec![(far, far + 2.0)]);
+        assert_eq!(c.busy_s(), (5.0 + 21.0 + 1.0 + 2.0) / 1e3);
+        // A late span overlapping settled time counts only past the frontier.
+        c.add(&[(35.0, 45.0)]);
+        assert_eq!(c.busy_s(), (5.0 + 21.0 + 1.0 + 2.0 + 4.0) / 1e3);
     }
 }

@@ -179,7 +179,8 @@ impl ProvingEngine for ProvingService {
         let gpus = gpus
             .into_iter()
             .map(|(mut g, _)| {
-                if let Some(j) = running.first() {
+                // The earliest-started job with a partition on this device.
+                if let Some(j) = running.iter().find(|j| j.devices().contains(&(g.ordinal as usize))) {
                     g.current_job_id = j.id.clone();
                     g.current_proof_kind = j.request.kind.name().to_string();
                 }

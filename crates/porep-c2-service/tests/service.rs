@@ -18,13 +18,12 @@ use std::time::{Duration, Instant};
 
 use c2_testkit::demo::{self, TinyConfig};
 use common::{blinding, tiny_params, TinyEngine};
-use hyper_util::rt::TokioIo;
 use porep_c2::{prove_instance, ProverConfig};
 use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
 use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
 use porep_c2_service::proto::{self, ProofKind as WireKind};
 use porep_c2_service::{serve, Engine, Jobs, JobsConfig, Listen, Metrics, PorepEngine};
-use tonic::transport::{Channel, Endpoint, Uri};
+use tonic::transport::Channel;
 
 /// Where the oracle tests cache the tiny sector's parameters (the same
 /// folder, so CI generates them once).
@@ -90,14 +89,7 @@ impl Daemon {
 
 /// A gRPC client over the unix socket at `path` (as Curio's `unix://` address).
 async fn connect(path: &Path) -> Result<ProvingEngineClient<Channel>, tonic::transport::Error> {
-    let path = path.to_path_buf();
-    let channel = Endpoint::try_from("http://[::]:50051")?
-        .connect_with_connector(tower::service_fn(move |_: Uri| {
-            let path = path.clone();
-            async move { Ok::<_, std::io::Error>(TokioIo::new(tokio::net::UnixStream::connect(path).await?)) }
-        }))
-        .await?;
-    Ok(ProvingEngineClient::new(channel).max_decoding_message_size(256 << 20).max_encoding_message_size(256 << 20))
+    porep_c2_service::client::connect(&Listen::Unix(path.to_path_buf())).await
 }
 
 fn porep_request(id: &str, vanilla: &[u8], sector: u64, priority: proto::Priority) -> proto::SubmitProofRequest {
@@ -181,6 +173,11 @@ async fn proofs_priorities_cancellation_and_status_through_grpc() {
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(metrics.contains("porep_c2_proofs_completed_total{proof_kind=\"POREP_SEAL_COMMIT\"} 3"), "{metrics}");
     assert!(metrics.contains("porep_c2_proofs_cancelled_total{proof_kind=\"POREP_SEAL_COMMIT\"} 1"), "{metrics}");
+    assert!(metrics.contains("\nprocess_resident_memory_bytes "), "{metrics}");
+    // Proved on the CPU: no device worked, so no GPU-busy series and no
+    // device named as a job's current one.
+    assert!(!metrics.contains("porep_c2_gpu_busy_seconds_total{"), "{metrics}");
+    assert!(status.gpus.iter().all(|g| g.current_job_id.is_empty()), "{status:?}");
 
     // Kinds this service does not prove: UNIMPLEMENTED; no kind: INVALID_ARGUMENT.
     let mut post = porep_request("p", b"", 1, proto::Priority::Critical);

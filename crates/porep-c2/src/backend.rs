@@ -135,6 +135,12 @@ pub trait PartitionProver: Send + Sync {
     /// For logs and reports.
     fn name(&self) -> String;
 
+    /// The device ordinal this worker proves on (`None`: the host), for
+    /// [`crate::PartitionEvent`]s.
+    fn device(&self) -> Option<usize> {
+        None
+    }
+
     /// The proof of `job.partition_data` with blinding `job.r`, `job.s`.
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error>;
 
@@ -218,16 +224,20 @@ impl Backend {
     /// Proves `job` on consumer `consumer`'s resources: the host-level
     /// stages, or worker `consumer` (modulo the workers) after its gate
     /// gives this proof a turn (`priority`; `cancel` ends the wait).
+    /// `started` is told the device (`None`: the host) once the partition
+    /// has its turn.
     pub(crate) fn prove(
         &self,
         consumer: usize,
         job: PartitionJob<'_>,
         priority: i32,
         cancel: Option<&c2_sched::CancelToken>,
+        started: &dyn Fn(Option<usize>),
     ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
         match self {
             // The host-level stages hold the vectors to the end: so does the permit.
             Self::Stages(stages) => {
+                started(None);
                 let PartitionJob { partition_data, host, params, r, s, .. } = job;
                 let out = crate::groth16::prove_synthesized(partition_data.into_synthesized()?, params, r, s, stages);
                 drop(host);
@@ -240,6 +250,7 @@ impl Backend {
                     c2_sched::AdmissionError::Cancelled => Error::Cancelled,
                     other => Error::Pipeline(other.to_string()),
                 })?;
+                started(provers[w].device());
                 provers[w].prove(job)
             }
             Self::Workers(_) => {

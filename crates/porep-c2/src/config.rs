@@ -153,18 +153,49 @@ pub struct ProverConfig {
     pub progress: Option<Progress>,
 }
 
+/// What happened to one partition, for [`ProverConfig::progress`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PartitionEvent {
+    /// Partition `partition` got its turn on `device` (`None`: the host's
+    /// stages) after synthesis and admission: its kernels start now.
+    Started {
+        /// The partition's index.
+        partition: usize,
+        /// The device ordinal, or `None` on the host.
+        device: Option<usize>,
+    },
+    /// Partition `partition`'s proof is done (on its retry backend when the
+    /// first one failed).
+    Done {
+        /// The partition's index.
+        partition: usize,
+    },
+}
+
 /// A per-partition progress callback for [`ProverConfig::progress`].
 #[derive(Clone)]
-pub struct Progress(Arc<dyn Fn(usize) + Send + Sync>);
+pub struct Progress(Arc<dyn Fn(PartitionEvent) + Send + Sync>);
 
 impl Progress {
     /// Calls `f(k)` when partition `k`'s proof is done.
     pub fn new(f: impl Fn(usize) + Send + Sync + 'static) -> Self {
+        Self::events(move |e| {
+            if let PartitionEvent::Done { partition } = e {
+                f(partition)
+            }
+        })
+    }
+
+    /// Calls `f` with every [`PartitionEvent`] (e.g. a service showing which
+    /// job each device works on).
+    pub fn events(f: impl Fn(PartitionEvent) + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
 
-    pub(crate) fn partition_done(&self, k: usize) {
-        (self.0)(k)
+    /// Delivers `e` to the callback (the facade does, per partition; a
+    /// wrapper forwarding to another `Progress` may too).
+    pub fn event(&self, e: PartitionEvent) {
+        (self.0)(e)
     }
 }
 

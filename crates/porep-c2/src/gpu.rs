@@ -647,6 +647,10 @@ impl PartitionProver for GpuProver {
         format!("cuda:{}/{}", self.device, self.worker)
     }
 
+    fn device(&self) -> Option<usize> {
+        Some(self.device)
+    }
+
     fn preload(&self, params: &Parameters<Bls12>, params_key: &str) -> Result<bool, Error> {
         Ok(self.resident_params(params, params_key)?.is_some())
     }

@@ -36,6 +36,7 @@ pub mod gpu;
 mod groth16;
 mod params;
 mod params_cache;
+pub mod params_check;
 #[cfg(feature = "cuda")]
 pub mod pins;
 pub mod plan;
@@ -53,7 +54,7 @@ pub use c2_msm::Msm;
 pub use c2_ntt::Ntt;
 pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, PipelineConfig};
 pub use c2_synth::{instance_from_c1, PorepInstance};
-pub use config::{MatrixStore, Progress, ProverConfig, Randomness, ShapeMatrices, SynthesisPath};
+pub use config::{MatrixStore, PartitionEvent, Progress, ProverConfig, Randomness, ShapeMatrices, SynthesisPath};
 pub use error::Error;
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 pub use filecoin_proofs_api::{ProverId, SectorId};
@@ -65,6 +66,6 @@ pub use params::{
 pub use params_cache::{parameter_bytes, FileIdentity, ParamsCache};
 pub use prover::{
     blinding_pairs, prove_instance, prove_porep_c2, prove_porep_c2_with_report, prove_porep_c2_with_rng,
-    SINGLE_PARTITION_PROOF_LEN,
+    verify_porep_c2, SINGLE_PARTITION_PROOF_LEN,
 };
 pub use report::{device_busy_ms, GpuTimes, PartitionReport, ProofReport, ProveTimings};

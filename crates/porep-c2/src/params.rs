@@ -8,7 +8,7 @@
 //! panic (bellperson's mmap reader indexes past the end of a short file).
 
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::BufReader;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -270,15 +270,20 @@ pub fn write_parameters(
     Ok(())
 }
 
-/// Reads a `.vk` file (bellperson's verifying key format).
+/// Reads a `.vk` file (bellperson's verifying key format), or the verifying
+/// key at the head of a `.params` file (only the head is read).
 pub fn read_verifying_key(path: &Path) -> Result<VerifyingKey<Bls12>, ParamsError> {
-    let mut f = File::open(path).map_err(|source| match source.kind() {
+    let f = File::open(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => ParamsError::Missing { path: path.into() },
         _ => ParamsError::Io { path: path.into(), source },
     })?;
-    let mut bytes = Vec::new();
-    f.read_to_end(&mut bytes).map_err(io_err(path))?;
-    VerifyingKey::read(&bytes[..]).map_err(|_| ParamsError::InvalidPoint { path: path.into(), section: "vk", index: 0 })
+    VerifyingKey::read(BufReader::new(f)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => {
+            ParamsError::Truncated { path: path.into(), section: "vk", needed: 0, actual: 0 }
+        }
+        std::io::ErrorKind::InvalidData => ParamsError::InvalidPoint { path: path.into(), section: "vk", index: 0 },
+        _ => ParamsError::Io { path: path.into(), source: e },
+    })
 }
 
 /// Names a parameter set for device caches: the file's cache identifier

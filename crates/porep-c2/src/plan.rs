@@ -406,6 +406,27 @@ pub fn plan_device(budget: usize, workers: usize, shape: &PartitionShape) -> Res
     Ok(host)
 }
 
+/// The device memory that `workers` workers proving partitions of `shape`
+/// take at their fastest plan (a budget with room for everything), plus
+/// every set of `sets` resident (its parameter vectors and constraint
+/// matrices), plus a 10 % margin (at least 1 GiB) for the arena's alignment
+/// and the set cache's fragmentation: what a device pool reserves by
+/// default instead of all free memory, so a GPU shared with other work
+/// (PoSt) keeps the rest. Two workers: 11.7 GiB for 2 KiB + 8 MiB (the
+/// workers' fastest arenas for 2^22 partitions are most of it), 129.9 GiB
+/// for 32 GiB (every vector and the matrices resident).
+pub fn sized_budget(workers: usize, shape: &PartitionShape, sets: &[PartitionShape]) -> usize {
+    // A budget no shape exhausts: 2^50 bytes (1 PiB).
+    let roomy = match plan_with(1 << 50, workers, shape, 0) {
+        Ok(p) => p,
+        Err(e) => return e.minimum,
+    };
+    let arenas = roomy.workers * roomy.per_worker();
+    let resident: usize = sets.iter().map(|s| s.parameter_bytes().iter().sum::<usize>() + s.matrices_bytes()).sum();
+    let need = roomy.tables_bytes + arenas + resident;
+    need + (need / 10).max(1 << 30)
+}
+
 /// [`plan_device`] with a, b, c never from streamed matrices: resident when
 /// the plan has room for the matrices, else computed on the host (for a
 /// host short of the 7.4 GB the page-locked chunks of a 32 GiB shape take;
@@ -505,6 +526,35 @@ mod tests {
 
     fn shapes() -> Vec<(u64, PartitionShape)> {
         PartitionShape::SECTOR_SIZES.iter().map(|&s| (s, PartitionShape::for_sector_size(s).unwrap())).collect()
+    }
+
+    /// The sized budget gives the planner what it would take with all the
+    /// memory in the world: the same workers and arenas, every parameter
+    /// vector and the matrices resident; small sizes take ~12 GiB.
+    #[test]
+    fn a_sized_budget_plans_like_an_unbounded_one() {
+        for (size, shape) in shapes() {
+            for workers in [1usize, 2] {
+                let budget = sized_budget(workers, &shape, &[shape]);
+                let sized = plan_device(budget, workers, &shape).unwrap();
+                let roomy = plan_device(1 << 50, workers, &shape).unwrap();
+                let what = format!(
+                    "{size} B sector, {workers} worker(s), {:.1} GB: {}",
+                    budget as f64 / 1e9,
+                    sized.describe(&shape)
+                );
+                assert_eq!(sized.workers, workers, "{what}");
+                assert_eq!((sized.vectors_bytes, sized.msm_bytes), (roomy.vectors_bytes, roomy.msm_bytes), "{what}");
+                assert_eq!(sized.resident, [true; 5], "{what}");
+                assert_eq!(sized.matrices_bytes, shape.matrices_bytes(), "{what}");
+                assert!(sized.spare_bytes >= GIB, "{what}: the margin");
+            }
+        }
+        let (small, medium) = (shapes()[0].1, shapes()[1].1);
+        let both = sized_budget(2, &medium, &[small, medium]);
+        assert!(both < 12 * GIB, "2 KiB + 8 MiB: {both}");
+        let big = shapes()[3].1;
+        assert!(sized_budget(2, &big, &[big]) < 139 * GIB, "32 GiB fits an H200");
     }
 
     /// Every plan, at every budget and registered size, fits its budget,

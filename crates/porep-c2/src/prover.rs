@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof};
+use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
 use c2_sched::{HostPermit, Pipeline, SchedError};
 use c2_synth::{instance_from_c1, PorepInstance};
@@ -15,9 +15,9 @@ use rand::SeedableRng;
 use rand_core::{OsRng, RngCore};
 
 use crate::backend::{compact_witness_estimate, Backend, Partition, PartitionJob, Witness};
-use crate::config::{ProverConfig, Randomness, SynthesisPath};
+use crate::config::{PartitionEvent, ProverConfig, Randomness, SynthesisPath};
 use crate::error::Error;
-use crate::params::params_key;
+use crate::params::{params_key, read_verifying_key, verifying_key_path, ParamsSource};
 use crate::report::{PartitionReport, ProofReport};
 
 /// Size of one partition's proof: A (G1, 48) || B (G2, 96) || C (G1, 48).
@@ -171,8 +171,14 @@ pub fn prove_instance(
                     r,
                     s: s_blind,
                 };
-                let prove = |backend: &Backend, job| backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref());
-                let done = || config.progress.as_ref().map(|p| p.partition_done(k));
+                let event = |e| config.progress.as_ref().map(|p| p.event(e));
+                let started = |device| {
+                    event(PartitionEvent::Started { partition: k, device });
+                };
+                let prove = |backend: &Backend, job| {
+                    backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref(), &started)
+                };
+                let done = || event(PartitionEvent::Done { partition: k });
                 match prove(&config.backend, job(s, host)) {
                     Ok((proof, steps)) => {
                         done();
@@ -243,7 +249,7 @@ pub fn prove_instance(
 
     if config.verify {
         let t = Instant::now();
-        verify_partitions(instance, params, &proofs)?;
+        verify_partitions(instance, &params.vk, &proofs)?;
         report.verify = t.elapsed();
     }
 
@@ -255,14 +261,49 @@ pub fn prove_instance(
     Ok((bytes, report))
 }
 
+/// Checks a C2 proof (`proof`: 192 bytes per partition, as
+/// [`prove_porep_c2`] returns it) for the sector of `c1`, with the verifying
+/// key from `params` (a cache folder's `.vk` file, the verifying key at the
+/// head of a `.params` file, or loaded parameters): what a client of a
+/// remote prover runs on the bytes it received. `Ok(())` when every
+/// partition verifies; [`Error::VerificationFailed`] names those that do not.
+pub fn verify_porep_c2(
+    c1: &SealCommitPhase1Output,
+    prover_id: ProverId,
+    sector_id: SectorId,
+    proof: &[u8],
+    params: &ParamsSource,
+) -> Result<(), Error> {
+    let instance = instance_from_c1(c1, prover_id, u64::from(sector_id))?;
+    let partitions = instance.num_partitions();
+    if proof.len() != partitions * SINGLE_PARTITION_PROOF_LEN {
+        return Err(Error::Verifier(format!(
+            "{} proof bytes for {partitions} partitions ({SINGLE_PARTITION_PROOF_LEN} each)",
+            proof.len()
+        )));
+    }
+    let vk = match params {
+        ParamsSource::CacheDir(dir) => read_verifying_key(&verifying_key_path(dir, instance.parameter_id()))?,
+        // A .params file begins with its verifying key.
+        ParamsSource::File(path) => read_verifying_key(path)?,
+        ParamsSource::Loaded(p) => p.vk.clone(),
+    };
+    let proofs = proof
+        .chunks(SINGLE_PARTITION_PROOF_LEN)
+        .enumerate()
+        .map(|(k, bytes)| Proof::read(bytes).map_err(|e| Error::Verifier(format!("partition {k}'s proof: {e}"))))
+        .collect::<Result<Vec<_>, _>>()?;
+    verify_partitions(instance.as_ref(), &vk, &proofs)
+}
+
 /// Verifies each partition's proof against its public inputs with the
-/// parameters' verifying key.
+/// verifying key.
 fn verify_partitions(
     instance: &dyn PorepInstance,
-    params: &Parameters<Bls12>,
+    vk: &VerifyingKey<Bls12>,
     proofs: &[Proof<Bls12>],
 ) -> Result<(), Error> {
-    let pvk = prepare_verifying_key(&params.vk);
+    let pvk = prepare_verifying_key(vk);
     let mut failed = Vec::new();
     for (k, proof) in proofs.iter().enumerate() {
         let inputs = instance.public_inputs(k)?;

@@ -9,7 +9,7 @@ use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_testkit::demo::{self, TinyConfig};
 use porep_c2::{prove_instance, CancelToken, ProverConfig};
-use porep_c2_service::{Engine, EngineError, LoadedSet, ProofKind, ProofOutput, ProofRequest};
+use porep_c2_service::{Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest};
 
 /// The tiny sector's parameters from `dir` (generated there once): its
 /// circuit does not depend on the partition count, so one set serves every
@@ -54,12 +54,18 @@ impl Engine for TinyEngine {
         kind == ProofKind::PorepSealCommit
     }
 
-    fn prove(&self, request: &ProofRequest, cancel: &CancelToken) -> Result<ProofOutput, EngineError> {
+    fn prove(
+        &self,
+        request: &ProofRequest,
+        cancel: &CancelToken,
+        placement: &Arc<Placement>,
+    ) -> Result<ProofOutput, EngineError> {
         let tiny = tiny_of(request)?;
         let instance = demo::tiny_instance(&tiny).map_err(|e| EngineError::Invalid(e.to_string()))?;
         let mut config = ProverConfig::default();
         config.pipeline.priority = request.priority;
         config.pipeline.cancel = Some(cancel.clone());
+        config.progress = Some(placement.progress());
         let pairs = blinding(request.sector_number, tiny.partitions);
         match prove_instance(&instance, &self.params, &pairs, &config) {
             Ok((proof, report)) => Ok(ProofOutput::from_report(proof, &report)),

@@ -1,0 +1,130 @@
+//! `porep-c2 prove`: one sector's C1 output to its proof.
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use base64::Engine as _;
+use clap::{Args, ValueEnum};
+use porep_c2::{parse_c1_json, prove_porep_c2_with_report, Progress, Randomness, SealCommitPhase2Output};
+
+use crate::{progress_bar, ProverArgs, SectorArgs};
+
+/// How the proof is written.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Format {
+    /// filecoin-proofs' `SealCommitPhase2Output` JSON: `{"proof":[...]}`.
+    Json,
+    /// The proof bytes as hex.
+    Hex,
+    /// The proof bytes (192 per partition).
+    Raw,
+}
+
+/// `porep-c2 prove`.
+#[derive(Args)]
+pub struct ProveArgs {
+    /// The C1 output (filecoin-proofs-api JSON, as Lotus and Curio write
+    /// it) or lotus-bench's `Commit2In` file; `-` reads stdin.
+    input: PathBuf,
+    /// Whose sector (`--sector-id` defaults to a `Commit2In` file's `SectorNum`).
+    #[command(flatten)]
+    sector: SectorArgs,
+    /// Where to write the proof (default: stdout).
+    #[arg(long, short)]
+    out: Option<PathBuf>,
+    /// How to write it.
+    #[arg(long, value_enum, default_value = "json")]
+    format: Format,
+    /// Blinding factors from this seed instead of the OS RNG: reproducible
+    /// bytes for tests and audits, never for proofs you submit.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Skip the verification of the proof (filecoin-proofs always verifies).
+    #[arg(long)]
+    no_verify: bool,
+    #[command(flatten)]
+    prover: ProverArgs,
+}
+
+/// lotus-bench's `Commit2In`.
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct Commit2In {
+    sector_num: u64,
+    phase1_out: String,
+    #[allow(dead_code)]
+    sector_size: u64,
+}
+
+/// The C1 JSON and, from a `Commit2In`, the sector number.
+pub fn read_input(path: &PathBuf) -> Result<(Vec<u8>, Option<u64>)> {
+    let bytes = if path.as_os_str() == "-" {
+        let mut b = Vec::new();
+        std::io::stdin().read_to_end(&mut b).context("reading stdin")?;
+        b
+    } else {
+        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+    };
+    // A Commit2In has a Phase1Out key; a C1 output has registered_proof.
+    if let Ok(c2in) = serde_json::from_slice::<Commit2In>(&bytes) {
+        let c1 = base64::engine::general_purpose::STANDARD
+            .decode(c2in.phase1_out.trim())
+            .context("Commit2In.Phase1Out is not base64")?;
+        return Ok((c1, Some(c2in.sector_num)));
+    }
+    Ok((bytes, None))
+}
+
+/// Runs `porep-c2 prove`.
+pub fn run(a: ProveArgs) -> Result<()> {
+    let (json, sector_num) = read_input(&a.input)?;
+    let c1 = parse_c1_json(&json)?;
+    let prover_id = a.sector.prover_id()?;
+    let Some(sector_id) = a.sector.sector_id.or(sector_num) else { bail!("give --sector-id") };
+    let mut config = a.prover.section(Some(u64::from(c1.registered_proof.sector_size()))).prover_config()?;
+    config.verify = !a.no_verify;
+    if let Some(seed) = a.seed {
+        let mut s = [0u8; 32];
+        s[..8].copy_from_slice(&seed.to_le_bytes());
+        config.randomness = Randomness::Seed(s);
+    }
+    let partitions = c1.registered_proof.partitions() as u64;
+    let bar = progress_bar(partitions, "{elapsed_precise} [{bar:30}] {pos}/{len} partitions");
+    if let Some(b) = &bar {
+        let b = b.clone();
+        config.progress = Some(Progress::new(move |_| b.inc(1)));
+    }
+    let t = Instant::now();
+    let (out, report) = prove_porep_c2_with_report(&c1, prover_id, sector_id.into(), &config)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    log::info!(
+        "{:?} sector {sector_id}: {} partitions proved in {:.1} s ({}; parameters {:.1} s, verified: {}, retried: {})",
+        c1.registered_proof,
+        report.partitions.len(),
+        t.elapsed().as_secs_f64(),
+        report.backend,
+        report.load_params.as_secs_f64(),
+        config.verify,
+        report.retries()
+    );
+    let bytes = match a.format {
+        Format::Json => serde_json::to_vec(&SealCommitPhase2Output { proof: out.proof })?,
+        Format::Hex => hex::encode(&out.proof).into_bytes(),
+        Format::Raw => out.proof,
+    };
+    match &a.out {
+        Some(p) => std::fs::write(p, &bytes).with_context(|| format!("writing {}", p.display()))?,
+        None => {
+            let mut o = std::io::stdout().lock();
+            o.write_all(&bytes)?;
+            if !matches!(a.format, Format::Raw) {
+                o.write_all(b"\n")?;
+            }
+        }
+    }
+    Ok(())
+}

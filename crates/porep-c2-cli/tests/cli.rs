@@ -1,0 +1,88 @@
+//! The `porep-c2` command as a user runs it: exit codes, reports, files.
+//! (`prove` and `bench` with registered parameters run on the GPU machine:
+//! generating 2 KiB parameters takes ~14 min on CI's two cores.)
+
+use std::process::{Command, Output};
+
+fn porep_c2(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_porep-c2")).args(args).env("RUST_LOG", "warn").output().expect("runs")
+}
+
+fn text(o: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+#[test]
+fn every_subcommand_answers_help() {
+    for sub in ["prove", "bench", "make-c1", "check-params", "serve"] {
+        let o = porep_c2(&[sub, "--help"]);
+        assert!(o.status.success(), "{sub}: {}", text(&o));
+        assert!(text(&o).contains("Usage: porep-c2"), "{sub}: {}", text(&o));
+    }
+    // Bad arguments: clap's exit status 2 and a usage line.
+    let o = porep_c2(&["bench", "-c", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+}
+
+#[test]
+fn check_params_reports_missing_mismatched_and_unknown_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    // An empty folder: every file missing; an error only when sizes are named.
+    let o = porep_c2(&["check-params", "--params-dir", d]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("\n0 valid, ") && text(&o).contains("MISSING"), "{}", text(&o));
+    let o = porep_c2(&["check-params", "--params-dir", d, "--sector-size", "32GiB", "--porep-only"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("2 missing"), "{}", text(&o));
+    // A production name with other bytes (as random test parameters would
+    // be), and a file parameters.json does not know.
+    let manifest = porep_c2::params_check::ParameterManifest::production();
+    let vk = manifest
+        .entries()
+        .find(|e| e.sector_size == 2048 && e.name.contains("stacked-proof-of-replication") && e.name.ends_with(".vk"))
+        .expect("the 2 KiB PoRep verifying key is in parameters.json");
+    std::fs::write(dir.path().join(&vk.name), b"not the production key").unwrap();
+    std::fs::write(dir.path().join("v28-something-else.params"), b"").unwrap();
+    let o = porep_c2(&["check-params", "--params-dir", d, "--sector-size", "2KiB"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let out = text(&o);
+    assert!(out.contains(&format!("MISMATCH  {}", vk.name)) && out.contains(&vk.digest), "{out}");
+    assert!(out.contains("unknown  v28-something-else.params"), "{out}");
+    assert!(out.contains("do not match filecoin-proofs' digests"), "{out}");
+    // A folder that does not exist: a typed error, exit 1.
+    let o = porep_c2(&["check-params", "--params-dir", &format!("{d}/nope")]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("not found"), "{}", text(&o));
+}
+
+#[test]
+fn make_c1_writes_a_cc_sector_for_a_miner() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("c1.json");
+    let o = porep_c2(&[
+        "make-c1",
+        "--cc",
+        "--sector-size",
+        "2KiB",
+        "--miner",
+        "f01000",
+        "--sector-id",
+        "9",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "--miner f01000 --sector-id 9");
+    let c1 = porep_c2::read_c1_json(&out).unwrap();
+    // The vanilla proofs check for the prover id the miner's actor id gives.
+    let prover_id = porep_c2_service::prover_id_from_actor(1000);
+    porep_c2::instance_from_c1(&c1, prover_id, 9).unwrap().check_vanilla_proofs().unwrap();
+    // Another miner's prover id does not fit them.
+    let other = porep_c2_service::prover_id_from_actor(1001);
+    assert!(porep_c2::instance_from_c1(&c1, other, 9).and_then(|i| i.check_vanilla_proofs()).is_err());
+    // prove reads it, and says what is missing before any work.
+    let o = porep_c2(&["prove", out.to_str().unwrap(), "--miner", "f01000", "--backend", "cpu"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("give --sector-id"), "{}", text(&o));
+}
