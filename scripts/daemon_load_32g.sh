@@ -39,3 +39,21 @@ nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$O/summar
 stamp "SIGTERM to the daemon"
 kill -TERM "$daemon"; wait "$daemon"; echo "daemon exit $?" | tee -a "$O/summary32.txt"
 stamp "done"
+
+# The default device pool of a 2 KiB + 8 MiB daemon (sized for the circuits
+# it serves): what it reserves at start, parameters not needed to start.
+cat > "$W/small.toml" <<TOML
+[server]
+listen = "unix://$W/small.sock"
+[prover]
+circuits = ["porep-2k", "porep-8m"]
+TOML
+stamp "a 2 KiB + 8 MiB daemon's default pool"
+rm -f "$W/small.sock"
+"$B/porep-c2" serve --config "$W/small.toml" > "$O/daemon-small.log" 2>&1 &
+daemon=$!
+for _ in $(seq 1 120); do [ -S "$W/small.sock" ] && break; sleep 1; done
+grep -E "plan:|reserved" "$O/daemon-small.log" | tee -a "$O/summary32.txt"
+nvidia-smi --query-gpu=memory.used,memory.total --format=csv | tee -a "$O/summary32.txt"
+kill -TERM "$daemon"; wait "$daemon"; echo "daemon exit $?" | tee -a "$O/summary32.txt"
+stamp "done"

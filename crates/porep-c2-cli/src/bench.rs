@@ -154,7 +154,13 @@ pub fn run(a: BenchArgs) -> Result<()> {
         if a.preload {
             preload(porep_c2::PorepInstance::parameter_id(&instance), &params)?;
         }
-        let config = config.clone();
+        let mut config = config.clone();
+        // Admission before a partition exists: its known size, not the
+        // facade's estimate (none for a shape without matrices, so the
+        // first partitions of every proof in flight would all be admitted).
+        if config.pipeline.item_bytes == 0 {
+            config.pipeline.item_bytes = shape.host_bytes();
+        }
         let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); a.partitions];
         let name = format!(
             "synthetic 32 GiB-shaped 1/{}: {} partitions of {} constraints, {} aux (timing only)",

@@ -29,6 +29,10 @@ impl SyntheticEngine {
     /// parameters are random).
     pub fn new(scale: usize, partitions: usize, mut config: ProverConfig) -> Self {
         let shape = SyntheticShape::porep_32gib().scaled(scale.max(1));
+        // Admission by the partitions' known size (16.7 GB at full scale),
+        // as `bench --synthetic` does: the facade has no estimate for a
+        // shape without matrices.
+        config.pipeline.item_bytes = shape.host_bytes();
         let instance = SyntheticPorep::new(shape, partitions.max(1));
         let params = Arc::new(instance.parameters(1));
         config.verify = false;
