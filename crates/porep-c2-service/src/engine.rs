@@ -176,6 +176,9 @@ struct HeldSet {
     parameter_id: String,
     bytes: u64,
     params: Arc<Parameters<Bls12>>,
+    /// Resident on at least one device (else host memory only: the CPU, or
+    /// a set too large for the devices' pools).
+    on_device: bool,
 }
 
 impl PorepEngine {
@@ -267,7 +270,13 @@ impl Engine for PorepEngine {
             if on_device > 0 { "resident" } else { "not resident" }
         );
         let bytes = porep_c2::parameter_bytes(&params) as u64;
-        held.push(HeldSet { circuit_id: circuit_id.to_string(), parameter_id, bytes, params });
+        held.push(HeldSet {
+            circuit_id: circuit_id.to_string(),
+            parameter_id,
+            bytes,
+            params,
+            on_device: on_device > 0,
+        });
         Ok(false)
     }
 
@@ -290,7 +299,9 @@ impl Engine for PorepEngine {
 
     fn loaded(&self) -> Vec<LoadedSet> {
         let held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        held.iter().map(|h| LoadedSet { circuit_id: h.circuit_id.clone(), bytes: h.bytes, on_device: true }).collect()
+        held.iter()
+            .map(|h| LoadedSet { circuit_id: h.circuit_id.clone(), bytes: h.bytes, on_device: h.on_device })
+            .collect()
     }
 }
 

@@ -48,13 +48,13 @@ struct Daemon {
 
 impl Daemon {
     async fn start(engine: Arc<dyn Engine>, concurrent_proofs: usize) -> Self {
+        Self::with_jobs(engine, JobsConfig { concurrent_proofs, max_pending: 8, ..JobsConfig::default() }).await
+    }
+
+    async fn with_jobs(engine: Arc<dyn Engine>, jobs: JobsConfig) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let socket = dir.path().join("cuzk.sock");
-        let jobs = Jobs::start(
-            engine,
-            JobsConfig { concurrent_proofs, max_pending: 8, ..JobsConfig::default() },
-            Arc::new(Metrics::default()),
-        );
+        let jobs = Jobs::start(engine, jobs, Arc::new(Metrics::default()));
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
         let listen = Listen::Unix(socket.clone());
@@ -264,5 +264,63 @@ async fn malformed_and_tampered_c1_outputs_fail_with_the_typed_error() {
     assert!(r.status == AwaitStatus::Failed as i32 && r.error_message.contains("parameter"), "{r:?}");
     let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (0, 5));
+    daemon.stop().await;
+}
+
+/// PreloadSRS / EvictSRS through the facade's engine (a set read once and
+/// held, reported by GetStatus, freed by EvictSRS), their refusals, and a
+/// full queue refusing with RESOURCE_EXHAUSTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn parameter_sets_preload_and_evict_and_a_full_queue_refuses() {
+    // The tiny sector's parameters under the 2 KiB file name: preloading
+    // reads and holds a file; nothing proves with it here.
+    let dir = tempfile::tempdir().unwrap();
+    let id = filecoin_proofs_api::RegisteredSealProof::StackedDrg2KiBV1_1.circuit_identifier().unwrap();
+    let params = tiny_params(&test_params_dir());
+    porep_c2::write_parameters(&params, &porep_c2::params_path(dir.path(), &id), None).unwrap();
+    let config =
+        ProverConfig { params: porep_c2::ParamsSource::CacheDir(dir.path().to_path_buf()), ..ProverConfig::default() };
+    let daemon = Daemon::start(Arc::new(PorepEngine::new(config)), 1).await;
+    let mut c = daemon.client().await;
+    let preload = |id: &str| proto::PreloadSrsRequest { circuit_id: id.into() };
+    let evict = |id: &str| proto::EvictSrsRequest { circuit_id: id.into() };
+
+    let first = c.preload_srs(preload("porep-2k")).await.unwrap().into_inner();
+    assert!(!first.already_loaded, "{first:?}");
+    assert!(c.preload_srs(preload("porep-2k")).await.unwrap().into_inner().already_loaded);
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!(status.loaded_srs.len(), 1, "{status:?}");
+    let set = &status.loaded_srs[0];
+    assert_eq!(set.circuit_id, "porep-2k");
+    assert_eq!(set.size_bytes, porep_c2::parameter_bytes(&params) as u64);
+    // On the CPU the set is in host memory only: WARM, not HOT.
+    assert_eq!(set.tier, proto::srs_status::Tier::Warm as i32, "{set:?}");
+    // A set whose file is missing: the typed error's text; an unknown id: INVALID_ARGUMENT.
+    let e = c.preload_srs(preload("porep-8m")).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e}");
+    assert!(e.message().contains("not found"), "{e}");
+    assert_eq!(c.preload_srs(preload("porep-1t")).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+
+    let freed = c.evict_srs(evict("porep-2k")).await.unwrap().into_inner();
+    assert!(freed.was_loaded && freed.freed_bytes == set.size_bytes, "{freed:?}");
+    let again = c.evict_srs(evict("porep-2k")).await.unwrap().into_inner();
+    assert!(!again.was_loaded && again.freed_bytes == 0, "{again:?}");
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert!(status.loaded_srs.is_empty(), "{status:?}");
+    daemon.stop().await;
+
+    // Back-pressure: one runner, at most two jobs queued or running.
+    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()) });
+    let daemon =
+        Daemon::with_jobs(engine, JobsConfig { concurrent_proofs: 1, max_pending: 2, ..JobsConfig::default() }).await;
+    let mut c = daemon.client().await;
+    let a = c.submit_proof(porep_request("", b"21:2", 21, proto::Priority::Normal)).await.unwrap().into_inner();
+    let b = c.submit_proof(porep_request("", b"22:2", 22, proto::Priority::Normal)).await.unwrap().into_inner();
+    let e = c.submit_proof(porep_request("", b"23:2", 23, proto::Priority::Normal)).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
+    // Nothing was lost: both accepted jobs complete.
+    for job in [a.job_id, b.job_id] {
+        assert_eq!(await_done(&mut c, &job).await.status, AwaitStatus::Completed as i32);
+    }
     daemon.stop().await;
 }
