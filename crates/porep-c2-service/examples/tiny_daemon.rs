@@ -24,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("usage: tiny-daemon SOCKET PARAMS_DIR");
         std::process::exit(2)
     };
-    let engine = Arc::new(common::TinyEngine { params: common::tiny_params(std::path::Path::new(params_dir)) });
+    let engine = Arc::new(common::TinyEngine::new(common::tiny_params(std::path::Path::new(params_dir))));
     let jobs = Jobs::start(engine, JobsConfig::default(), Arc::new(Metrics::default()));
     let listen = Listen::Unix(socket.into());
     tokio::runtime::Runtime::new()?.block_on(async {

@@ -128,7 +128,7 @@ async fn wait_running(c: &mut ProvingEngineClient<Channel>) {
 /// job, status and metrics say so, and an unknown proof kind is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn proofs_priorities_cancellation_and_status_through_grpc() {
-    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()) });
+    let engine = Arc::new(TinyEngine::new(tiny_params(&test_params_dir())));
     let daemon = Daemon::start(engine, 1).await;
     let mut c = daemon.client().await;
 
@@ -195,7 +195,7 @@ async fn proofs_priorities_cancellation_and_status_through_grpc() {
 /// socket is gone afterwards: no client hangs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn running_proofs_cancel_and_a_stopping_daemon_answers_everyone() {
-    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()) });
+    let engine = Arc::new(TinyEngine::new(tiny_params(&test_params_dir())));
     let daemon = Daemon::start(engine, 1).await;
     let mut c = daemon.client().await;
     let long = c.submit_proof(porep_request("long", b"5:4", 5, proto::Priority::Normal)).await.unwrap().into_inner();
@@ -310,7 +310,7 @@ async fn parameter_sets_preload_and_evict_and_a_full_queue_refuses() {
     daemon.stop().await;
 
     // Back-pressure: one runner, at most two jobs queued or running.
-    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()) });
+    let engine = Arc::new(TinyEngine::new(tiny_params(&test_params_dir())));
     let daemon =
         Daemon::with_jobs(engine, JobsConfig { concurrent_proofs: 1, max_pending: 2, ..JobsConfig::default() }).await;
     let mut c = daemon.client().await;
@@ -322,5 +322,57 @@ async fn parameter_sets_preload_and_evict_and_a_full_queue_refuses() {
     for job in [a.job_id, b.job_id] {
         assert_eq!(await_done(&mut c, &job).await.status, AwaitStatus::Completed as i32);
     }
+    daemon.stop().await;
+}
+
+/// A device that fails mid-batch loses no proof (the CPU-side part of the
+/// multi-GPU failure run): the only worker stands for a GPU that fails
+/// every partition it takes, and the facade's retry backend (the CPU)
+/// proves them again. Every proof completes and was verified by the facade
+/// before it was returned, the retries are counted in the metrics, and the
+/// service keeps answering. (That a retried partition has the clean run's
+/// bytes, and that a second healthy worker keeps proving beside a failing
+/// one, is `tests/faults.rs`' test of the facade.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failing_device_mid_batch_loses_no_proof() {
+    use porep_c2::{PartitionJob, PartitionProver, ProveTimings};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    struct DeadDevice(AtomicUsize);
+    impl PartitionProver for DeadDevice {
+        fn name(&self) -> String {
+            "fake-gpu:0".into()
+        }
+        fn device(&self) -> Option<usize> {
+            Some(0)
+        }
+        fn prove(
+            &self,
+            _job: PartitionJob<'_>,
+        ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), porep_c2::Error> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Err(porep_c2::Error::Worker { worker: self.name(), message: "injected device fault".into() })
+        }
+    }
+    let dead = Arc::new(DeadDevice(AtomicUsize::new(0)));
+    let backend = porep_c2::Backend::workers(vec![dead.clone() as Arc<dyn PartitionProver>]);
+    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()), backend });
+    let daemon = Daemon::start(engine, 2).await;
+    let mut c = daemon.client().await;
+    let mut jobs = Vec::new();
+    for s in [31u64, 32] {
+        let r = porep_request("", format!("{s}:1").as_bytes(), s, proto::Priority::Normal);
+        jobs.push(c.submit_proof(r).await.unwrap().into_inner().job_id);
+    }
+    for job in &jobs {
+        let r = await_done(&mut c, job).await;
+        assert_eq!(r.status, AwaitStatus::Completed as i32, "{job}: {}", r.error_message);
+        assert_eq!(r.proof.len(), 192, "{job}");
+    }
+    assert_eq!(dead.0.load(Ordering::SeqCst), 2, "each partition reached the failing device once");
+    let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    let retries = "porep_c2_partition_retries_total{proof_kind=\"POREP_SEAL_COMMIT\"} 2";
+    assert!(metrics.contains(retries), "{retries} in\n{metrics}");
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (2, 0));
     daemon.stop().await;
 }

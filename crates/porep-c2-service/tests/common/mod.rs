@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_testkit::demo::{self, TinyConfig};
-use porep_c2::{prove_instance, CancelToken, ProverConfig};
+use porep_c2::{prove_instance, Backend, CancelToken, ProverConfig};
 use porep_c2_service::{Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest};
 
 /// The tiny sector's parameters from `dir` (generated there once): its
@@ -47,6 +47,15 @@ fn tiny_of(request: &ProofRequest) -> Result<TinyConfig, EngineError> {
 pub struct TinyEngine {
     /// The tiny sector's parameters.
     pub params: Arc<Parameters<Bls12>>,
+    /// How partitions are proved (the CPU stages; a test's workers).
+    pub backend: Backend,
+}
+
+impl TinyEngine {
+    /// Proving on the CPU stages.
+    pub fn new(params: Arc<Parameters<Bls12>>) -> Self {
+        Self { params, backend: Backend::cpu() }
+    }
 }
 
 impl Engine for TinyEngine {
@@ -62,7 +71,7 @@ impl Engine for TinyEngine {
     ) -> Result<ProofOutput, EngineError> {
         let tiny = tiny_of(request)?;
         let instance = demo::tiny_instance(&tiny).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let mut config = ProverConfig::default();
+        let mut config = ProverConfig { backend: self.backend.clone(), ..ProverConfig::default() };
         config.pipeline.priority = request.priority;
         config.pipeline.cancel = Some(cancel.clone());
         config.progress = Some(placement.progress());
