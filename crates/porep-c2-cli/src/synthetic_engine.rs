@@ -11,7 +11,9 @@ use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_testkit::synthetic::{SyntheticPorep, SyntheticShape};
 use porep_c2::{prove_instance, CancelToken, PorepInstance, ProverConfig};
-use porep_c2_service::{Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest};
+use porep_c2_service::{
+    request_config, Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest,
+};
 
 /// The circuit id it reports as loaded.
 const ID: &str = "synthetic-32g-timing-only";
@@ -55,17 +57,10 @@ impl Engine for SyntheticEngine {
         cancel: &CancelToken,
         placement: &Arc<Placement>,
     ) -> Result<ProofOutput, EngineError> {
-        let mut config = self.config.clone();
-        config.pipeline.priority = request.priority;
-        config.pipeline.cancel = Some(cancel.clone());
-        config.progress = Some(placement.progress());
+        let config = request_config(&self.config, request, cancel, placement);
         // Fixed blinding, as the in-process synthetic bench uses.
         let blinding = vec![(Scalar::from(3u64), Scalar::from(5u64)); self.instance.num_partitions()];
-        match prove_instance(&self.instance, &self.params, &blinding, &config) {
-            Ok((proof, report)) => Ok(ProofOutput::from_report(proof, &report)),
-            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
-            Err(e) => Err(e.into()),
-        }
+        ProofOutput::from_result(prove_instance(&self.instance, &self.params, &blinding, &config))
     }
 
     fn preload(&self, _circuit_id: &str) -> Result<bool, EngineError> {

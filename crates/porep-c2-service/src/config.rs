@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 
 use porep_c2::plan::PartitionShape;
+
+use crate::engine::circuit_sector_size;
 use porep_c2::{Backend, HostBudget, ParamsSource, ProverConfig};
 use serde::{Deserialize, Serialize};
 
@@ -192,11 +194,6 @@ impl ProverSection {
             Ok(Backend::cpu())
         }
     }
-}
-
-/// The sector size of a PoRep circuit id (`porep-2k` .. `porep-64g`).
-pub fn circuit_sector_size(id: &str) -> Option<u64> {
-    crate::engine::POREP_CIRCUITS.iter().find(|(c, _)| *c == id).map(|(_, s)| *s)
 }
 
 /// `[jobs]`.

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
 use porep_c2::{
-    device_busy_ms, parse_c1_json, prove_porep_c2_with_report, CancelToken, PartitionEvent, Progress, ProofReport,
-    ProverConfig, SectorId,
+    parse_c1_json, prove_porep_c2_with_report, CancelToken, PartitionEvent, Progress, ProofReport, ProverConfig,
+    SectorId,
 };
 
 use crate::request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
@@ -67,15 +67,46 @@ impl ProofOutput {
             gpu_compute: Duration::from_secs_f64(gpu.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3),
             retries: r.retries(),
             h2d_bytes: gpu.iter().map(|g| g.h2d_bytes).sum(),
-            device_spans: device_busy_ms(gpu.iter().copied())
-                .into_iter()
-                .map(|(d, _)| {
-                    let spans = gpu.iter().filter(|g| g.device == d).flat_map(|g| g.spans_ms.iter().copied());
-                    (d, spans.collect())
+            device_spans: gpu
+                .iter()
+                .fold(BTreeMap::<usize, Vec<(f32, f32)>>::new(), |mut by, g| {
+                    by.entry(g.device).or_default().extend_from_slice(&g.spans_ms);
+                    by
                 })
+                .into_iter()
                 .collect(),
         }
     }
+
+    /// A facade result (proof bytes and report) as an engine's: cancellation
+    /// as [`EngineError::Cancelled`], other errors typed.
+    pub fn from_result(result: Result<(Vec<u8>, ProofReport), porep_c2::Error>) -> Result<Self, EngineError> {
+        match result {
+            Ok((proof, report)) => Ok(Self::from_report(proof, &report)),
+            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+/// `base` for one request: its priority, its cancel token, and progress
+/// events into its placement (what every engine sets per request).
+pub fn request_config(
+    base: &ProverConfig,
+    request: &ProofRequest,
+    cancel: &CancelToken,
+    placement: &Arc<Placement>,
+) -> ProverConfig {
+    let mut config = base.clone();
+    config.pipeline.priority = request.priority;
+    config.pipeline.cancel = Some(cancel.clone());
+    config.progress = Some(placement.progress());
+    config
+}
+
+/// The sector size of a PoRep circuit id (`porep-2k` .. `porep-64g`).
+pub fn circuit_sector_size(id: &str) -> Option<u64> {
+    POREP_CIRCUITS.iter().find(|(c, _)| *c == id).map(|(_, s)| *s)
 }
 
 /// Where a running job's partitions are proved now: told by the engine as
@@ -196,7 +227,7 @@ impl PorepEngine {
     /// The parameter id of a PoRep circuit id (V1_1 parameters serve every
     /// V1_1 and later registered proof of the size).
     fn parameter_id(circuit_id: &str) -> Result<String, EngineError> {
-        let size = POREP_CIRCUITS.iter().find(|(id, _)| *id == circuit_id).map(|(_, s)| *s).ok_or_else(|| {
+        let size = circuit_sector_size(circuit_id).ok_or_else(|| {
             EngineError::Invalid(format!("unknown circuit id {circuit_id:?} (porep-2k .. porep-64g)"))
         })?;
         let rp = (5..10)
@@ -241,17 +272,11 @@ impl Engine for PorepEngine {
                 request.sector_size
             )));
         }
-        let mut config = self.config.clone();
-        config.pipeline.priority = request.priority;
-        config.pipeline.cancel = Some(cancel.clone());
-        config.progress = Some(placement.progress());
+        let config = request_config(&self.config, request, cancel, placement);
         let prover_id = prover_id_from_actor(request.miner_id);
         let sector_id = SectorId::from(request.sector_number);
-        match prove_porep_c2_with_report(&c1, prover_id, sector_id, &config) {
-            Ok((out, report)) => Ok(ProofOutput::from_report(out.proof, &report)),
-            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
-            Err(e) => Err(e.into()),
-        }
+        let result = prove_porep_c2_with_report(&c1, prover_id, sector_id, &config);
+        ProofOutput::from_result(result.map(|(out, report)| (out.proof, report)))
     }
 
     fn preload(&self, circuit_id: &str) -> Result<bool, EngineError> {

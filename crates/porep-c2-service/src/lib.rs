@@ -35,7 +35,10 @@ pub mod proto {
 }
 
 pub use config::ServiceConfig;
-pub use engine::{Engine, EngineError, LoadedSet, Placement, PorepEngine, ProofOutput, POREP_CIRCUITS};
+pub use engine::{
+    circuit_sector_size, request_config, Engine, EngineError, LoadedSet, Placement, PorepEngine, ProofOutput,
+    POREP_CIRCUITS,
+};
 pub use jobs::{Jobs, JobsConfig};
 pub use metrics::Metrics;
 pub use request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};

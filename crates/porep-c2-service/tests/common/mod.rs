@@ -9,7 +9,9 @@ use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_testkit::demo::{self, TinyConfig};
 use porep_c2::{prove_instance, Backend, CancelToken, ProverConfig};
-use porep_c2_service::{Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest};
+use porep_c2_service::{
+    request_config, Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest,
+};
 
 /// The tiny sector's parameters from `dir` (generated there once): its
 /// circuit does not depend on the partition count, so one set serves every
@@ -71,16 +73,10 @@ impl Engine for TinyEngine {
     ) -> Result<ProofOutput, EngineError> {
         let tiny = tiny_of(request)?;
         let instance = demo::tiny_instance(&tiny).map_err(|e| EngineError::Invalid(e.to_string()))?;
-        let mut config = ProverConfig { backend: self.backend.clone(), ..ProverConfig::default() };
-        config.pipeline.priority = request.priority;
-        config.pipeline.cancel = Some(cancel.clone());
-        config.progress = Some(placement.progress());
+        let base = ProverConfig { backend: self.backend.clone(), ..ProverConfig::default() };
+        let config = request_config(&base, request, cancel, placement);
         let pairs = blinding(request.sector_number, tiny.partitions);
-        match prove_instance(&instance, &self.params, &pairs, &config) {
-            Ok((proof, report)) => Ok(ProofOutput::from_report(proof, &report)),
-            Err(porep_c2::Error::Cancelled) => Err(EngineError::Cancelled),
-            Err(e) => Err(e.into()),
-        }
+        ProofOutput::from_result(prove_instance(&instance, &self.params, &pairs, &config))
     }
 
     fn preload(&self, _: &str) -> Result<bool, EngineError> {
