@@ -1,6 +1,8 @@
-// The curve self-test module (c2-cuda feature `selftest`): the XYZZ formulas
-// of ec/xyzz.cuh run on given points, for differential tests against blstrs.
-// Test tooling only: a production binary does not carry these kernels.
+// The self-test module (c2-cuda feature `selftest`): the XYZZ formulas of
+// ec/xyzz.cuh run on given points, and both field backends of ff/field.cuh
+// side by side, for differential tests against blstrs and the throughput
+// comparison of the backends. Test tooling only: a production binary does
+// not carry these kernels.
 #include "ff/fr.cuh"
 
 #define GRID_STRIDE(i, n) \
@@ -34,3 +36,78 @@ extern "C" __global__ void c2_g2_selftest(const ec::affine<fp2_ops>* a, const ec
     ec_selftest(a, b, out, n);
 }
 
+// ---- the two field backends, named explicitly (not the one built for the
+// production module) ----
+
+// For each i: out[5i..5i+5] = a*b, a^2, a+b, a-b, 2a.
+template <class O>
+__device__ __forceinline__ void field_ops(const typename O::F* a, const typename O::F* b, typename O::F* out,
+                                          uint64_t n) {
+    GRID_STRIDE(i, n) {
+        out[5 * i] = O::mul(a[i], b[i]);
+        out[5 * i + 1] = O::sqr(a[i]);
+        out[5 * i + 2] = O::add(a[i], b[i]);
+        out[5 * i + 3] = O::sub(a[i], b[i]);
+        out[5 * i + 4] = O::dbl(a[i]);
+    }
+}
+
+// Throughput: thread i runs x <- x * y `iters` times from x = in[i], y =
+// in[n + i] (one dependent chain; the other warps hide its latency) and
+// writes x: the same values from either backend.
+template <class O>
+__device__ __forceinline__ void mul_chain(const typename O::F* in, typename O::F* out, uint64_t n, uint32_t iters) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    typename O::F x = in[i];
+    const typename O::F y = in[n + i];
+#pragma unroll 1
+    for (uint32_t k = 0; k < iters; k++) x = O::mul(x, y);
+    out[i] = x;
+}
+
+// Throughput of the MSM's inner step: acc <- acc + b (the bucket loop's
+// inlined mixed addition) `iters` times from acc = a; writes a + iters * b.
+template <class O>
+__device__ __forceinline__ void add_chain(const ec::affine<O>* a, const ec::affine<O>* b, ec::affine<O>* out,
+                                          uint64_t n, uint32_t iters) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    ec::xyzz<O> acc = ec::from_affine(a[i]);
+    const ec::affine<O> q = b[i];
+#pragma unroll 1
+    for (uint32_t k = 0; k < iters; k++) acc = ec::add_mixed_inline(acc, q);
+    out[i] = ec::to_affine(acc);
+}
+
+typedef fp_field<ecgpu_fp> ecgpu_g1;
+typedef fp_field<sppark_fp> sppark_g1;
+typedef fp2_field<ecgpu_fp> ecgpu_g2;
+typedef fp2_field<sppark_fp> sppark_g2;
+
+#define C2_FIELD_SELFTEST(NAME, FR, FP)                                                                      \
+    extern "C" __global__ void c2_fr_ops_##NAME(const fr_t* a, const fr_t* b, fr_t* out, uint64_t n) {       \
+        field_ops<FR>(a, b, out, n);                                                                         \
+    }                                                                                                        \
+    extern "C" __global__ void c2_fp_ops_##NAME(const fp_t* a, const fp_t* b, fp_t* out, uint64_t n) {       \
+        field_ops<FP>(a, b, out, n);                                                                         \
+    }                                                                                                        \
+    extern "C" __global__ void c2_fr_mul_chain_##NAME(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) { \
+        mul_chain<FR>(in, out, n, iters);                                                                    \
+    }                                                                                                        \
+    extern "C" __global__ void c2_fp_mul_chain_##NAME(const fp_t* in, fp_t* out, uint64_t n, uint32_t iters) { \
+        mul_chain<FP>(in, out, n, iters);                                                                    \
+    }                                                                                                        \
+    extern "C" __global__ void c2_g1_add_chain_##NAME(const ec::affine<NAME##_g1>* a,                        \
+                                                      const ec::affine<NAME##_g1>* b,                        \
+                                                      ec::affine<NAME##_g1>* out, uint64_t n, uint32_t iters) { \
+        add_chain<NAME##_g1>(a, b, out, n, iters);                                                           \
+    }                                                                                                        \
+    extern "C" __global__ void c2_g2_add_chain_##NAME(const ec::affine<NAME##_g2>* a,                        \
+                                                      const ec::affine<NAME##_g2>* b,                        \
+                                                      ec::affine<NAME##_g2>* out, uint64_t n, uint32_t iters) { \
+        add_chain<NAME##_g2>(a, b, out, n, iters);                                                           \
+    }
+
+C2_FIELD_SELFTEST(ecgpu, ecgpu_fr, ecgpu_fp)
+C2_FIELD_SELFTEST(sppark, sppark_fr, sppark_fp)

@@ -1,5 +1,5 @@
 // Short Weierstrass points (y^2 = x^3 + b, a = 0) over Fp (G1) or Fp2 (G2),
-// one template over a field-ops struct (fp_ops / fp2_ops from fr_gen.cuh).
+// one template over a field-ops struct (fp_ops / fp2_ops from ff/field.cuh).
 //
 // affine: blst's layout (x, y); the point at infinity is all zeros, as in
 //         blst/blstrs, so parameter vectors upload as raw bytes.

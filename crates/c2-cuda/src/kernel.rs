@@ -297,24 +297,78 @@ impl KernelId {
     }
 }
 
-/// The kernels of the self-test module (feature `selftest`): per input pair
-/// `(a, b)` they write `[a + b (mixed), a + b (xyzz + xyzz), 2a, 2a + b]`.
+/// The kernels of the self-test module (feature `selftest`).
 #[cfg(feature = "selftest")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SelftestKernel {
-    /// The G1 formulas.
-    G1,
-    /// The G2 formulas.
-    G2,
+    /// The curve formulas of the built backend: per input pair `(a, b)`,
+    /// `[a + b (mixed), a + b (xyzz + xyzz), 2a, 2a + b]`.
+    Curve(CurveId),
+    /// One field backend's operations: per input pair `(a, b)`,
+    /// `[a * b, a^2, a + b, a - b, 2a]`.
+    FieldOps(SelftestField, FieldBackend),
+    /// Throughput: per thread `x <- x * y`, `iters` times.
+    MulChain(SelftestField, FieldBackend),
+    /// Throughput of the bucket step: per thread `acc <- acc + b` (inlined
+    /// mixed addition), `iters` times, written as `a + iters * b`.
+    AddChain(CurveId, FieldBackend),
+}
+
+/// The two fields of the self-test field kernels.
+#[cfg(feature = "selftest")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelftestField {
+    /// The scalar field (8 x 32-bit limbs).
+    Fr,
+    /// The base field (12 x 32-bit limbs).
+    Fp,
+}
+
+/// The field arithmetic backends of `cuda-kernels/ff/field.cuh`: both
+/// compute the same limbs; the module is built with one
+/// (`C2_CUDA_FIELD`), the self-test module holds both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FieldBackend {
+    /// ec-gpu-gen's generated arithmetic (bellperson's).
+    EcGpuGen,
+    /// sppark's `mont_t` (SupraSeal's).
+    Sppark,
+}
+
+impl FieldBackend {
+    /// The backend the embedded module was compiled with.
+    pub const BUILT: Self = if cfg!(c2_field_sppark) { Self::Sppark } else { Self::EcGpuGen };
+    /// Its name as `C2_CUDA_FIELD` spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::EcGpuGen => "ec-gpu-gen",
+            Self::Sppark => "sppark",
+        }
+    }
 }
 
 #[cfg(feature = "selftest")]
 impl SelftestKernel {
     /// The kernel's C symbol.
     pub const fn symbol(self) -> &'static str {
+        use CurveId::{G1, G2};
+        use FieldBackend::{EcGpuGen as E, Sppark as S};
+        use SelftestField::{Fp, Fr};
         match self {
-            Self::G1 => "c2_g1_selftest",
-            Self::G2 => "c2_g2_selftest",
+            Self::Curve(G1) => "c2_g1_selftest",
+            Self::Curve(G2) => "c2_g2_selftest",
+            Self::FieldOps(Fr, E) => "c2_fr_ops_ecgpu",
+            Self::FieldOps(Fr, S) => "c2_fr_ops_sppark",
+            Self::FieldOps(Fp, E) => "c2_fp_ops_ecgpu",
+            Self::FieldOps(Fp, S) => "c2_fp_ops_sppark",
+            Self::MulChain(Fr, E) => "c2_fr_mul_chain_ecgpu",
+            Self::MulChain(Fr, S) => "c2_fr_mul_chain_sppark",
+            Self::MulChain(Fp, E) => "c2_fp_mul_chain_ecgpu",
+            Self::MulChain(Fp, S) => "c2_fp_mul_chain_sppark",
+            Self::AddChain(G1, E) => "c2_g1_add_chain_ecgpu",
+            Self::AddChain(G1, S) => "c2_g1_add_chain_sppark",
+            Self::AddChain(G2, E) => "c2_g2_add_chain_ecgpu",
+            Self::AddChain(G2, S) => "c2_g2_add_chain_sppark",
         }
     }
 }

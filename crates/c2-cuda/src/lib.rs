@@ -37,10 +37,10 @@ mod stream;
 
 #[cfg(feature = "cuda")]
 pub use device::{Gpu, KERNELS_FATBIN};
-#[cfg(all(feature = "cuda", feature = "selftest"))]
-pub use kernel::SelftestKernel;
 #[cfg(feature = "cuda")]
-pub use kernel::{CurveId, CurveStep, Kernel, KernelArg, KernelArgs, KernelId, Launch};
+pub use kernel::{CurveId, CurveStep, FieldBackend, Kernel, KernelArg, KernelArgs, KernelId, Launch};
+#[cfg(all(feature = "cuda", feature = "selftest"))]
+pub use kernel::{SelftestField, SelftestKernel};
 #[cfg(feature = "cuda")]
 pub use memory::{DeviceArena, DeviceBuffer, DeviceMemory};
 #[cfg(feature = "cuda")]

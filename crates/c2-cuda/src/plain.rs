@@ -28,7 +28,7 @@ macro_rules! pod_device_copy {
     )*};
 }
 
-pod_device_copy!(u8, u16, u32, u64, i32, i64, f32, f64, [u64; 4], [u32; 8]);
+pod_device_copy!(u8, u16, u32, u64, i32, i64, f32, f64, [u64; 4], [u64; 6], [u32; 8]);
 
 macro_rules! limb_device_copy {
     ($($t:ty = $limbs:expr),* $(,)?) => {$(

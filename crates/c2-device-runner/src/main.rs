@@ -22,6 +22,8 @@
 //!      --peer-vram-cap 16]
 //!         (the shaped circuit through our GPU workers, the pool optionally capped in GiB; bytes and
 //!         times vs peer-prove's files in DIR)
+//!     [--only field]  (both field backends, ec-gpu-gen and sppark: vs blstrs/blst, then products
+//!         and bucket additions per second side by side)
 //!     [--only registered --registered 2k,8m --vram-cap-gib 12]  (registered proof types: GPU proof
 //!         == CPU proof, verify_seal accepts it; the pool optionally capped)
 //! ```
@@ -41,6 +43,7 @@ use rayon::prelude::*;
 
 mod abc;
 mod facade;
+mod field;
 mod msm;
 mod partition;
 mod peers;
@@ -516,6 +519,12 @@ fn main() {
         std::process::exit(1)
     });
     let mut report = Report { checks: Vec::new(), bench: Vec::new() };
+    // --only field (and the default run): both field backends.
+    if only.as_deref().is_none_or(|o| o == "field") {
+        if let Err(e) = field::run(gpu.clone(), &mut report, skip_bench) {
+            report.check(format!("field checks aborted: {e}"), false);
+        }
+    }
     if run_msm {
         if let Err(e) = curve_checks(gpu.clone(), &mut report) {
             report.check(format!("curve checks aborted: {e}"), false);

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use blstrs::{G1Affine, G2Affine};
-use c2_cuda::{DeviceBuffer, DeviceCopy, Gpu, GpuError, Kernel, Launch, SelftestKernel};
+use c2_cuda::{CurveId, DeviceBuffer, DeviceCopy, Gpu, GpuError, Kernel, Launch, SelftestKernel};
 use group::prime::PrimeCurveAffine;
 
 /// Per input pair `(a, b)`, what the GPU formulas compute, in affine form:
@@ -25,8 +25,8 @@ pub struct GpuCurveCheck {
 impl GpuCurveCheck {
     /// Loads the kernels.
     pub fn new(gpu: Arc<Gpu>) -> Result<Self, GpuError> {
-        let g1 = gpu.selftest_kernel(SelftestKernel::G1)?;
-        let g2 = gpu.selftest_kernel(SelftestKernel::G2)?;
+        let g1 = gpu.selftest_kernel(SelftestKernel::Curve(CurveId::G1))?;
+        let g2 = gpu.selftest_kernel(SelftestKernel::Curve(CurveId::G2))?;
         Ok(Self { gpu, g1, g2 })
     }
 

@@ -13,12 +13,16 @@
 //! - `curve_check` (feature `cuda`): the GPU curve formulas against blstrs,
 //!   through the self-test kernel module (c2-cuda's `selftest` feature), so
 //!   production binaries do not carry those kernels.
+//! - `field_check` (feature `cuda`): both GPU field backends (ec-gpu-gen,
+//!   sppark) against blstrs / blst, and their throughput side by side.
 #![deny(missing_docs)]
 
 pub mod cli;
 #[cfg(feature = "cuda")]
 pub mod curve_check;
 pub mod demo;
+#[cfg(feature = "cuda")]
+pub mod field_check;
 pub mod synthetic;
 
 pub use c2_shapes::median;

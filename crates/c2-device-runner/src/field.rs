@@ -1,0 +1,208 @@
+//! `--only field`: both field backends of `cuda-kernels/ff/field.cuh`
+//! (ec-gpu-gen, sppark) against the CPU on random values and the edges, then
+//! their throughput side by side (products of Fr and Fp, and the MSM's bucket
+//! step: an inlined mixed addition in G1 and G2), every timed result equal
+//! across the backends.
+
+use std::sync::Arc;
+
+use blstrs::{G1Projective, G2Projective, Scalar};
+use c2_cuda::{FieldBackend, Gpu, SelftestField};
+use c2_testkit::field_check::{self, FpLimbs, GpuFieldCheck, Timed};
+use ff::Field;
+use group::{Curve, Group};
+use rand::SeedableRng;
+
+use crate::{median, Report};
+
+const BACKENDS: [FieldBackend; 2] = [FieldBackend::EcGpuGen, FieldBackend::Sppark];
+
+/// Random values plus the edges at the front.
+fn fr_cases(rng: &mut impl rand::RngCore, n: usize) -> Vec<Scalar> {
+    let mut v = vec![Scalar::ZERO, Scalar::ONE, -Scalar::ONE, Scalar::from(2u64), -Scalar::from(2u64)];
+    v.extend((v.len()..n).map(|_| Scalar::random(&mut *rng)));
+    v
+}
+
+fn fp_cases(rng: &mut impl rand::RngCore, n: usize) -> Vec<FpLimbs> {
+    let mut v = field_check::fp_edges();
+    v.extend((v.len()..n).map(|_| field_check::random_fp(rng)));
+    v
+}
+
+/// Every pairing of the edges with each other and with random values: the
+/// `a` side walks the list, the `b` side the list rotated by one edge at a
+/// time, so edge x edge pairs occur.
+fn pairs<T: Copy>(v: &[T], edges: usize) -> (Vec<T>, Vec<T>) {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    for shift in 0..=edges {
+        a.extend_from_slice(v);
+        b.extend(v.iter().cycle().skip(shift).take(v.len()));
+    }
+    (a, b)
+}
+
+/// The checks, then (unless `skip_bench`) the throughput table.
+pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String> {
+    let e = |x: c2_cuda::GpuError| x.to_string();
+    let check = GpuFieldCheck::new(gpu);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(5),
+    );
+    println!("field backend built into the kernel module: {}", FieldBackend::BUILT.name());
+    // Operations vs the CPU: 5 edges x 5 shifts of 2^14 values.
+    let (fa, fb) = pairs(&fr_cases(&mut rng, 1 << 14), 5);
+    let fr_want = field_check::fr_reference(&fa, &fb);
+    let (pa, pb) = pairs(&fp_cases(&mut rng, 1 << 14), 5);
+    let fp_want = field_check::fp_reference(&pa, &pb);
+    for backend in BACKENDS {
+        let got = check.fr_ops(backend, &fa, &fb).map_err(e)?;
+        let bad = got.iter().zip(&fr_want).filter(|(g, w)| g != w).count();
+        r.check(
+            format!(
+                "Fr mul/sqr/add/sub/dbl ({}) vs blstrs, {} pairs incl. 0, 1, r-1, 2, -2: {bad} wrong",
+                backend.name(),
+                fa.len()
+            ),
+            bad == 0,
+        );
+        let got = check.fp_ops(backend, &pa, &pb).map_err(e)?;
+        let bad = got.iter().zip(&fp_want).filter(|(g, w)| g != w).count();
+        r.check(
+            format!(
+                "Fp mul/sqr/add/sub/dbl ({}) vs blst, {} pairs incl. 0, 1, p-1, raw 1, p-2: {bad} wrong",
+                backend.name(),
+                pa.len()
+            ),
+            bad == 0,
+        );
+    }
+
+    // Chains: equal across the backends; the first values against the CPU.
+    let quick = skip_bench;
+    let n = if quick { 1 << 14 } else { 1 << 20 };
+    let x = fr_cases(&mut rng, n);
+    let y: Vec<Scalar> = (0..n).map(|_| Scalar::random(&mut rng)).collect();
+    let fr_iters = 512;
+    let fr_runs = timed_pair(|b| check.mul_chain(SelftestField::Fr, b, &x, &y, fr_iters)).map_err(e)?;
+    let cpu_ok = (0..64).all(|i| {
+        let mut v = x[i];
+        for _ in 0..fr_iters {
+            v *= y[i];
+        }
+        fr_runs[0].out[i] == v
+    });
+    r.check(
+        format!("Fr product chains (x * y^{fr_iters}, {n} threads): both backends equal, first 64 == blstrs"),
+        fr_runs[0].out == fr_runs[1].out && cpu_ok,
+    );
+
+    let xp = fp_cases(&mut rng, n);
+    let yp: Vec<FpLimbs> = (0..n).map(|_| field_check::random_fp(&mut rng)).collect();
+    let fp_iters = 256;
+    let fp_runs = timed_pair(|b| check.mul_chain(SelftestField::Fp, b, &xp, &yp, fp_iters)).map_err(e)?;
+    let cpu_ok = (0..64).all(|i| {
+        let mut v = xp[i];
+        for _ in 0..fp_iters {
+            v = field_check::fp_reference(&[v], &[yp[i]])[0][0];
+        }
+        fp_runs[0].out[i] == v
+    });
+    r.check(
+        format!("Fp product chains (x * y^{fp_iters}, {n} threads): both backends equal, first 64 == blst"),
+        fp_runs[0].out == fp_runs[1].out && cpu_ok,
+    );
+
+    // The bucket step: a + iters * b by inlined mixed additions.
+    let g1_n = if quick { 1 << 12 } else { 1 << 20 };
+    let g2_n = if quick { 1 << 10 } else { 1 << 18 };
+    let add_iters = 64u32;
+    let points = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<G1Projective> {
+        // Distinct random points are slow to draw on the CPU: 4096 of them, tiled.
+        let base: Vec<G1Projective> = (0..n.min(4096)).map(|_| G1Projective::random(&mut *rng)).collect();
+        base.iter().cycle().take(n).copied().collect()
+    };
+    let (a1, b1) = (points(g1_n, &mut rng), points(g1_n, &mut rng));
+    let b1: Vec<_> = b1.iter().skip(1).chain(b1.iter().take(1)).map(|p| p.to_affine()).collect();
+    let a1: Vec<_> = a1.iter().map(|p| p.to_affine()).collect();
+    let g1_runs = timed_pair(|b| check.g1_add_chain(b, &a1, &b1, add_iters)).map_err(e)?;
+    let cpu_ok = (0..64).all(|i| {
+        g1_runs[0].out[i]
+            == (G1Projective::from(a1[i]) + G1Projective::from(b1[i]) * Scalar::from(u64::from(add_iters))).to_affine()
+    });
+    r.check(
+        format!(
+            "G1 mixed-addition chains (a + {add_iters} b, {g1_n} threads): both backends equal, first 64 == blstrs"
+        ),
+        g1_runs[0].out == g1_runs[1].out && cpu_ok,
+    );
+    let base2: Vec<G2Projective> = (0..g2_n.min(1024)).map(|_| G2Projective::random(&mut rng)).collect();
+    let a2: Vec<_> = base2.iter().cycle().take(g2_n).map(|p| p.to_affine()).collect();
+    let b2: Vec<_> = base2.iter().cycle().skip(1).take(g2_n).map(|p| p.double().to_affine()).collect();
+    let g2_runs = timed_pair(|b| check.g2_add_chain(b, &a2, &b2, add_iters)).map_err(e)?;
+    let cpu_ok = (0..64).all(|i| {
+        g2_runs[0].out[i]
+            == (G2Projective::from(a2[i]) + G2Projective::from(b2[i]) * Scalar::from(u64::from(add_iters))).to_affine()
+    });
+    r.check(
+        format!(
+            "G2 mixed-addition chains (a + {add_iters} b, {g2_n} threads): both backends equal, first 64 == blstrs"
+        ),
+        g2_runs[0].out == g2_runs[1].out && cpu_ok,
+    );
+    if skip_bench {
+        return Ok(());
+    }
+
+    r.bench.push(format!(
+        "{:<26} | {:>14} {:>10} | {:>14} {:>10} | {:>8}",
+        "field backends (median of 5)", "ec-gpu-gen ms", "G op/s", "sppark ms", "G op/s", "ec/sp"
+    ));
+    let mut row = |what: &str, ops: f64, ms: [f64; 2]| {
+        r.bench.push(format!(
+            "{:<26} | {:>11.2} ms {:>10.2} | {:>11.2} ms {:>10.2} | {:>7.2}x",
+            what,
+            ms[0],
+            ops / ms[0] / 1e6,
+            ms[1],
+            ops / ms[1] / 1e6,
+            ms[0] / ms[1]
+        ));
+        println!("{}", r.bench.last().unwrap());
+    };
+    row("Fr product", (n as f64) * f64::from(fr_iters), ms_of(&fr_runs));
+    row("Fp product", (n as f64) * f64::from(fp_iters), ms_of(&fp_runs));
+    row("G1 mixed addition (XYZZ)", (g1_n as f64) * f64::from(add_iters), ms_of(&g1_runs));
+    row("G2 mixed addition (XYZZ)", (g2_n as f64) * f64::from(add_iters), ms_of(&g2_runs));
+    Ok(())
+}
+
+/// One backend's chain: the output and the median kernel time.
+struct Runs<T> {
+    out: Vec<T>,
+    ms: f64,
+}
+
+/// `f` for each backend: one warm-up, then five timed runs (median); the
+/// output of the last.
+fn timed_pair<T>(
+    mut f: impl FnMut(FieldBackend) -> Result<Timed<T>, c2_cuda::GpuError>,
+) -> Result<[Runs<T>; 2], c2_cuda::GpuError> {
+    let mut one = |b: FieldBackend| -> Result<Runs<T>, c2_cuda::GpuError> {
+        f(b)?;
+        let mut ts = Vec::new();
+        let mut out = Vec::new();
+        for _ in 0..5 {
+            let t = f(b)?;
+            ts.push(t.ms);
+            out = t.out;
+        }
+        Ok(Runs { out, ms: median(ts) })
+    };
+    Ok([one(BACKENDS[0])?, one(BACKENDS[1])?])
+}
+
+fn ms_of<T>(runs: &[Runs<T>; 2]) -> [f64; 2] {
+    [runs[0].ms, runs[1].ms]
+}
