@@ -114,6 +114,14 @@ pub fn bench(r: &mut Report, runs: &Runs<'_>) -> Result<(), String> {
             Some((l0, b0)) => r.check(format!("synthetic 1/{scale}: {label} bytes == {l0} bytes"), *b0 == bytes),
         }
         println!("{label}: warm-up proof {:.1?}", t.elapsed());
+        // A fingerprint of the bytes, for comparing runs of differently
+        // built binaries (the field backends) by their logs.
+        if let Some((_, b)) = &first_bytes {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            b.hash(&mut h);
+            println!("proof bytes: {} bytes, fingerprint {:016x}", b.len(), h.finish());
+        }
         print_partitions(&warm);
         let t = Instant::now();
         let mut kernel_ms = 0.0f64;
