@@ -7,6 +7,7 @@
 //! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm|facade|partition]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
+//!     [--ntt-peer-max 26]      (ec-gpu-gen's FFT and h path timed up to this size only)
 //!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2
 //!         --vram-caps 0,40,24,16]
 //!         (32 GiB-shaped synthetic partitions through the library's GPU workers, the device pool
@@ -214,15 +215,45 @@ fn curve_checks(gpu: Arc<Gpu>, r: &mut Report) -> Result<(), String> {
 
 pub(crate) use c2_testkit::median;
 
-fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
+/// Bytes one in-place NTT of 2^log_n moves through device memory, as our
+/// kernels are built: (data, twiddle-table reads). Data: the permutation and
+/// each shared-memory pass read and write every element once (32 bytes).
+/// Table: every butterfly of a stage s >= 2 reads its twiddle (stage 1 needs
+/// none); stages of the first pass (s <= 10) read at most 2^9 distinct ones,
+/// which stay in cache, so only later stages count, one 32-byte sector per
+/// butterfly (an upper bound: neighbouring butterflies of the last stages
+/// share sectors).
+fn ntt_bytes(log_n: u32) -> (f64, f64) {
+    let n = (1u64 << log_n) as f64;
+    let passes = 1 + log_n.saturating_sub(10).div_ceil(9) + 1;
+    let data = f64::from(passes) * 2.0 * n * 32.0;
+    let later_stages = log_n.saturating_sub(10);
+    let table = f64::from(later_stages) * (n / 2.0) * 32.0;
+    (data, table)
+}
+
+fn bench(gpu: &GpuNtt, sizes: &[u32], peer_max: u32, r: &mut Report) -> Result<(), String> {
     let g = gpu.gpu().clone();
     let e = |x: GpuError| x.to_string();
     let stream = g.stream().map_err(e)?;
     let (start, end) = (g.event().map_err(e)?, g.event().map_err(e)?);
     let mut ec_program = ec_gpu_fft()?;
     r.bench.push(format!(
-        "{:>5} | {:>12} {:>9} | {:>12} {:>12} | {:>12} {:>12} | {:>14} {:>14}",
-        "log_n", "ntt kernel", "GB/s", "ntt +xfer", "ec-gpu fft", "h kernel", "h +xfer", "ec-gpu h path", "h speedup"
+        "{:>5} | {:>12} {:>9} {:>9} | {:>12} {:>12} | {:>12} {:>12} | {:>14} {:>14}",
+        "log_n",
+        "ntt kernel",
+        "data GB/s",
+        "+table",
+        "ntt +xfer",
+        "ec-gpu fft",
+        "h kernel",
+        "h +xfer",
+        "ec-gpu h path",
+        "h speedup"
+    ));
+    r.bench.push(format!(
+        "      (GB/s: bytes moved per NTT / kernel time; data = permutation + passes, +table = with the twiddle-table \
+         reads (upper bound), against the 3.98 TB/s copy ceiling; ec-gpu-gen's paths up to 2^{peer_max})"
     ));
     for &log_n in sizes {
         let n = 1usize << log_n;
@@ -244,9 +275,10 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
             }
         }
         let ntt_ms = median(ts);
-        // Bytes: the permutation reads+writes n elements, each pass too.
-        let passes = 1 + (log_n.saturating_sub(10)).div_ceil(9) as usize + 1;
-        let gbs = (passes * 2 * n * 32) as f64 / (ntt_ms * 1e-3) / 1e9;
+        let (data_bytes, table_bytes) = ntt_bytes(log_n);
+        let gbs = data_bytes / (ntt_ms * 1e-3) / 1e9;
+        let gbs_all = (data_bytes + table_bytes) / (ntt_ms * 1e-3) / 1e9;
+        let peers = log_n <= peer_max;
         // NTT with transfers (host -> device -> host, pinning included).
         let mut ts = Vec::new();
         for _ in 0..3 {
@@ -260,13 +292,13 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
         // downloads, so only the with-transfers figure exists.
         let mut ts = Vec::new();
         let omega = Domain::new(log_n).map_err(|x| x.to_string())?.omega();
-        for _ in 0..3 {
+        for _ in 0..if peers { 3 } else { 0 } {
             let mut v = host.clone();
             let t = Instant::now();
             ec_fft(&mut ec_program, &mut v, omega, log_n)?;
             ts.push(t.elapsed().as_secs_f64() * 1e3);
         }
-        let ec_ms = median(ts);
+        let ec_ms = if peers { median(ts) } else { f64::NAN };
         drop(x);
 
         // compute_h resident: a, b, c re-copied (untimed) before each run.
@@ -312,19 +344,30 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], r: &mut Report) -> Result<(), String> {
         // bellperson's execute_fft with ec-gpu-gen's GPU FFT: 7 GPU FFTs with
         // transfers, the scalings and pointwise steps on the CPU (as
         // bellperson does them).
-        let t = Instant::now();
-        let ec_h = ec_compute_h(&mut ec_program, a.clone(), b.clone(), c.clone(), log_n)?;
-        let ec_h_ms = t.elapsed().as_secs_f64() * 1e3;
-        if log_n <= 24 {
-            let ours = gpu.compute_h(a, b, c).map_err(|x| x.to_string())?;
-            r.check(format!("ec-gpu-gen h path == ours at 2^{log_n}"), ours == ec_h);
+        let mut ec_h_ms = f64::NAN;
+        if peers {
+            let t = Instant::now();
+            let ec_h = ec_compute_h(&mut ec_program, a.clone(), b.clone(), c.clone(), log_n)?;
+            ec_h_ms = t.elapsed().as_secs_f64() * 1e3;
+            if log_n <= 24 {
+                let ours = gpu.compute_h(a, b, c).map_err(|x| x.to_string())?;
+                r.check(format!("ec-gpu-gen h path == ours at 2^{log_n}"), ours == ec_h);
+            }
+            r.check(format!("compute_h_device (three vectors) == ec-gpu-gen h path at 2^{log_n}"), resident_h == ec_h);
+        } else {
+            // Without the peer: the resident sequence against the host-level one.
+            let host_h = gpu.compute_h(a, b, c).map_err(|x| x.to_string())?;
+            r.check(
+                format!("compute_h_device (three vectors) == host-level compute_h at 2^{log_n}"),
+                resident_h == host_h,
+            );
         }
-        r.check(format!("compute_h_device (three vectors) == ec-gpu-gen h path at 2^{log_n}"), resident_h == ec_h);
         r.bench.push(format!(
-            "{:>5} | {:>9.2} ms {:>9.0} | {:>9.1} ms {:>9.1} ms | {:>9.1} ms {:>9.1} ms | {:>11.1} ms {:>13.1}x",
+            "{:>5} | {:>9.2} ms {:>9.0} {:>9.0} | {:>9.1} ms {:>9.1} ms | {:>9.1} ms {:>9.1} ms | {:>11.1} ms {:>13.1}x",
             log_n,
             ntt_ms,
             gbs,
+            gbs_all,
             ntt_xfer,
             ec_ms,
             h_ms,
@@ -422,6 +465,9 @@ fn main() {
     let msm_g2 = list("--msm-g2", &[20, 24, 25]);
     let msm_porep = list("--msm-porep", &[26]);
     let msm_sweep = list("--msm-sweep", &[]);
+    // --ntt-peer-max 26: ec-gpu-gen's FFT and h path (bellperson's) only up
+    // to this size (its h path took 14.6 s at 2^26 on the H200).
+    let ntt_peer_max = list("--ntt-peer-max", &[26]).first().copied().unwrap_or(26);
     // --only ntt | msm: one stage's checks and benchmarks.
     let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1)).cloned();
     let run_ntt = only.as_deref().is_none_or(|o| o == "ntt");
@@ -597,7 +643,7 @@ fn main() {
         }
     }
     if !skip_bench && run_ntt {
-        if let Err(e) = bench(&ntt, &sizes, &mut report) {
+        if let Err(e) = bench(&ntt, &sizes, ntt_peer_max, &mut report) {
             report.check(format!("benchmarks aborted: {e}"), false);
         }
     }
