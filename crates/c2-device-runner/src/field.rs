@@ -115,42 +115,13 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
     );
 
     // The bucket step: a + iters * b by inlined mixed additions.
-    let g1_n = if quick { 1 << 12 } else { 1 << 20 };
-    let g2_n = if quick { 1 << 10 } else { 1 << 18 };
     let add_iters = 64u32;
-    let points = |n: usize, rng: &mut rand_chacha::ChaCha8Rng| -> Vec<G1Projective> {
-        // Distinct random points are slow to draw on the CPU: 4096 of them, tiled.
-        let base: Vec<G1Projective> = (0..n.min(4096)).map(|_| G1Projective::random(&mut *rng)).collect();
-        base.iter().cycle().take(n).copied().collect()
-    };
-    let (a1, b1) = (points(g1_n, &mut rng), points(g1_n, &mut rng));
-    let b1: Vec<_> = b1.iter().skip(1).chain(b1.iter().take(1)).map(|p| p.to_affine()).collect();
-    let a1: Vec<_> = a1.iter().map(|p| p.to_affine()).collect();
+    let (a1, b1) = chain_inputs::<G1Projective>(&mut rng, if quick { 1 << 12 } else { 1 << 20 }, 4096);
     let g1_runs = timed_pair(|b| check.g1_add_chain(b, &a1, &b1, add_iters)).map_err(e)?;
-    let cpu_ok = (0..64).all(|i| {
-        g1_runs[0].out[i]
-            == (G1Projective::from(a1[i]) + G1Projective::from(b1[i]) * Scalar::from(u64::from(add_iters))).to_affine()
-    });
-    r.check(
-        format!(
-            "G1 mixed-addition chains (a + {add_iters} b, {g1_n} threads): both backends equal, first 64 == blstrs"
-        ),
-        g1_runs[0].out == g1_runs[1].out && cpu_ok,
-    );
-    let base2: Vec<G2Projective> = (0..g2_n.min(1024)).map(|_| G2Projective::random(&mut rng)).collect();
-    let a2: Vec<_> = base2.iter().cycle().take(g2_n).map(|p| p.to_affine()).collect();
-    let b2: Vec<_> = base2.iter().cycle().skip(1).take(g2_n).map(|p| p.double().to_affine()).collect();
+    check_add_chains::<G1Projective>(r, "G1", &a1, &b1, add_iters, &g1_runs);
+    let (a2, b2) = chain_inputs::<G2Projective>(&mut rng, if quick { 1 << 10 } else { 1 << 18 }, 1024);
     let g2_runs = timed_pair(|b| check.g2_add_chain(b, &a2, &b2, add_iters)).map_err(e)?;
-    let cpu_ok = (0..64).all(|i| {
-        g2_runs[0].out[i]
-            == (G2Projective::from(a2[i]) + G2Projective::from(b2[i]) * Scalar::from(u64::from(add_iters))).to_affine()
-    });
-    r.check(
-        format!(
-            "G2 mixed-addition chains (a + {add_iters} b, {g2_n} threads): both backends equal, first 64 == blstrs"
-        ),
-        g2_runs[0].out == g2_runs[1].out && cpu_ok,
-    );
+    check_add_chains::<G2Projective>(r, "G2", &a2, &b2, add_iters, &g2_runs);
     if skip_bench {
         return Ok(());
     }
@@ -173,9 +144,48 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
     };
     row("Fr product", (n as f64) * f64::from(fr_iters), ms_of(&fr_runs));
     row("Fp product", (n as f64) * f64::from(fp_iters), ms_of(&fp_runs));
-    row("G1 mixed addition (XYZZ)", (g1_n as f64) * f64::from(add_iters), ms_of(&g1_runs));
-    row("G2 mixed addition (XYZZ)", (g2_n as f64) * f64::from(add_iters), ms_of(&g2_runs));
+    row("G1 mixed addition (XYZZ)", (a1.len() as f64) * f64::from(add_iters), ms_of(&g1_runs));
+    row("G2 mixed addition (XYZZ)", (a2.len() as f64) * f64::from(add_iters), ms_of(&g2_runs));
     Ok(())
+}
+
+/// Inputs of the addition chains: `a` = `distinct` random points tiled to
+/// `n` (drawing points is slow on the CPU), `b` = `a` rotated by one and
+/// doubled, so no pair starts equal.
+fn chain_inputs<P: Curve + Group>(
+    rng: &mut impl rand::RngCore,
+    n: usize,
+    distinct: usize,
+) -> (Vec<P::AffineRepr>, Vec<P::AffineRepr>) {
+    let base: Vec<P> = (0..n.min(distinct)).map(|_| P::random(&mut *rng)).collect();
+    let a = base.iter().cycle().take(n).map(|p| p.to_affine()).collect();
+    let b = base.iter().cycle().skip(1).take(n).map(|p| p.double().to_affine()).collect();
+    (a, b)
+}
+
+/// Both backends' `a + iters * b` equal, and the first 64 equal blstrs'.
+fn check_add_chains<P: Curve + Group<Scalar = Scalar>>(
+    r: &mut Report,
+    group: &str,
+    a: &[P::AffineRepr],
+    b: &[P::AffineRepr],
+    iters: u32,
+    runs: &[Runs<P::AffineRepr>; 2],
+) where
+    P::AffineRepr: PartialEq + Into<P> + Copy,
+{
+    let k = Scalar::from(u64::from(iters));
+    let cpu_ok = (0..64.min(a.len())).all(|i| {
+        let (pa, pb): (P, P) = (a[i].into(), b[i].into());
+        runs[0].out[i] == (pa + pb * k).to_affine()
+    });
+    r.check(
+        format!(
+            "{group} mixed-addition chains (a + {iters} b, {} threads): both backends equal, first 64 == blstrs",
+            a.len()
+        ),
+        runs[0].out == runs[1].out && cpu_ok,
+    );
 }
 
 /// One backend's chain: the output and the median kernel time.
