@@ -38,7 +38,24 @@ __device__ __forceinline__ void bit_reverse_in_place(fr_t* data, uint32_t log_n)
     }
 }
 
+// omega_n^e for e < n from the table of omega^i, i < n/2 (omega^(n/2) = -1).
+__device__ __forceinline__ fr_t root_power(const fr_t* tw, size_t e, size_t half) {
+    return e < half ? tw[e] : fr_sub(fr_zero(), tw[e - half]);
+}
+
 // One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C).
+//
+// Twiddles. Stage s = s0 + r + 1 pairs mid0 and mid0 + 2^r (bit r of mid0
+// clear) of column j = lo0 + l with twiddle omega_{2^s}^(low * 2^s0 + j),
+// low = mid0 mod 2^r, which is omega_{2^(r+1)}^low * omega_{2^s}^j. Instead
+// of reading that from the table for every butterfly of every stage (k/2
+// scattered 32-byte reads per element per pass; dropping stage 1's alone made
+// a 2^26 transform 9 % faster, BENCHMARKS.md session 15), each element is
+// "twisted" once on load by omega_{2^(s0+k)}^(j * rev_k(mid)); then the pass's
+// butterflies need only omega_{2^(r+1)}^low, the 2^(k-1) roots of order
+// 2^k, which stay in cache. Same outputs (the pass computes, per column, a
+// size-2^k transform of the twisted column). Products per element per pass:
+// (k - 1)/2 butterflies (stage r = 0 has twiddle 1) + 1 twist, against k/2.
 __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t log_n,
                                             uint32_t s0, uint32_t k, uint32_t c_bits) {
     extern __shared__ fr_t sh[];
@@ -48,16 +65,21 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
     const uint32_t hi = blockIdx.x / lo_tiles;
     const uint32_t lo0 = (blockIdx.x % lo_tiles) << c_bits;
     const size_t base = ((size_t)hi << (s0 + k)) + lo0;
+    const size_t half = (size_t)1 << (log_n - 1);
 
     // Element e of the block: mid = e >> c_bits, l = e & (C-1).
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
         const uint32_t mid = e >> c_bits, l = e & (C - 1);
-        sh[e] = data[base + ((size_t)mid << s0) + l];
+        fr_t v = data[base + ((size_t)mid << s0) + l];
+        // The twist (j = 0 in the first pass, s0 = 0: nothing to do there).
+        // j * rev_k(mid) < 2^(s0 + k), so the exponent is below n.
+        const size_t jm = (size_t)(lo0 + l) * bit_reverse(mid, k);
+        if (jm != 0) v = fr_mul(v, root_power(tw, jm << (log_n - s0 - k), half));
+        sh[e] = v;
     }
     __syncthreads();
 
     for (uint32_t r = 0; r < k; r++) {
-        const uint32_t s = s0 + r + 1;           // global stage, half = 2^(s-1)
         for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
             const uint32_t l = t & (C - 1);
             const uint32_t m = t >> c_bits;      // butterfly index in mid space
@@ -65,13 +87,11 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
             const uint32_t mid0 = ((m >> r) << (r + 1)) | low;
             const uint32_t e0 = (mid0 << c_bits) | l;
             const uint32_t e1 = e0 + (1u << (r + c_bits));
-            // (i mod h) = low * 2^s0 + lo0 + l
-            const size_t imod = ((size_t)low << s0) + lo0 + l;
             const fr_t x = sh[e0];
-            // Stage 1's twiddles are all 1 (i mod h = 0): neither product
-            // nor table read (1/27 of a 2^27 transform's products; s is the
-            // same for the whole block, so no divergence).
-            const fr_t y = s == 1 ? sh[e1] : fr_mul(sh[e1], tw[imod << (log_n - s)]);
+            // omega_{2^(r+1)}^low = omega_n^(low * 2^(log_n - r - 1)); stage
+            // r = 0 has only the twiddle 1 (r is the same for the whole
+            // block, so no divergence).
+            const fr_t y = r == 0 ? sh[e1] : fr_mul(sh[e1], tw[(size_t)low << (log_n - r - 1)]);
             sh[e0] = fr_add(x, y);
             sh[e1] = fr_sub(x, y);
         }
