@@ -10,9 +10,10 @@ extern "C" __global__ void c2_ntt_bit_reverse(fr_t* data, uint32_t log_n) {
     ntt::bit_reverse_in_place(data, log_n);
 }
 
-extern "C" __global__ void c2_ntt_negate_scale(fr_t* data, const fr_t* hi, const fr_t* lo, uint64_t n,
-                                               uint32_t lo_bits) {
-    ntt::negate_index_scale(data, hi, lo, n, lo_bits);
+extern "C" __global__ void c2_ntt_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
+                                               uint32_t k, uint32_t c_bits, const fr_t* scale_hi,
+                                               const fr_t* scale_lo, uint32_t lo_bits) {
+    ntt::stages_pass_inverse(data, tw, log_n, s0, k, c_bits, scale_hi, scale_lo, lo_bits);
 }
 
 extern "C" __global__ void c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,

@@ -1,6 +1,8 @@
-# Model of the NTT pass with per-element twists (cuda-kernels/ntt/ntt.cuh, branch wip/ntt-twist):
-# one pass and whole transforms with the kernel's index arithmetic vs the original per-butterfly
-# twiddles and vs the DFT, over BLS12-381 Fr, small sizes and block sizes. Run: python3 scripts/ntt_twist_model.py
+# Model of the NTT passes (cuda-kernels/ntt/ntt.cuh) over BLS12-381 Fr, small sizes and block sizes:
+# one twisted pass vs the original per-butterfly twiddles; whole forward transforms with the kernel's
+# index arithmetic vs the DFT; the inverse (DIF) passes, natural order in, bit-reversed scaled
+# coefficients out; and compute_h in the kernels' order (one bit reversal, at the end) vs the
+# polynomial definition. Run: python3 scripts/ntt_twist_model.py (prints only True lines when right).
 # Model of one DIT pass (stages s0+1..s0+k) with the original per-butterfly
 # twiddles vs a per-element "twist" then small-root butterflies.
 import random
@@ -84,3 +86,81 @@ def dft(x):
 for log_n, B in [(1, 4), (3, 4), (5, 4), (7, 4), (8, 3), (9, 4), (6, 2)]:
     x = [random.randrange(p) for _ in range(1 << log_n)]
     print("ntt", log_n, B, kernel_ntt(x, log_n, B) == dft(x))
+
+# The host's pass plan (GpuNtt::pass_plan): (s0, k, c_bits) per pass.
+def pass_plan(log_n, B):
+    plan, s0 = [], 0
+    while s0 < log_n:
+        if s0 == 0: k, cb = min(log_n, B), 0
+        else:
+            k = min(log_n - s0, B - 1); cb = min(s0, B - k)
+        plan.append((s0, k, cb)); s0 += k
+    return plan
+
+# The inverse pass (stages_pass_inverse): the forward pass run backwards with
+# inverse butterflies (u, v) -> (u + v, (u - v) w^-1), then the untwist on
+# store, and in the pass flagged `scale` the factor c x^rev(p) at position p.
+def inverse_passes(x, log_n, B, scale=None):
+    x = x[:]; n = 1 << log_n; half = n // 2; om = root(n)
+    tw = [pow(om, i, p) for i in range(max(half, 1))]
+    def root_power(e): return tw[e] if e < half else (-tw[e - half]) % p
+    for (s0, k, cb) in reversed(pass_plan(log_n, B)):
+        C = 1 << cb; E = C << k; lo_tiles = (1 << s0) >> cb
+        for blk in range(n // E):
+            hi = blk // lo_tiles; lo0 = (blk % lo_tiles) << cb
+            base = (hi << (s0 + k)) + lo0
+            sh = [x[base + ((e >> cb) << s0) + (e & (C - 1))] for e in range(E)]
+            for r in reversed(range(k)):
+                for t in range(E // 2):
+                    l = t & (C - 1); m = t >> cb; low = m & ((1 << r) - 1)
+                    mid0 = ((m >> r) << (r + 1)) | low
+                    e0 = (mid0 << cb) | l; e1 = e0 + (1 << (r + cb))
+                    u, v = sh[e0], sh[e1]
+                    d = (u - v) % p
+                    if r and low: d = d * root_power((n - (low << (log_n - r - 1))) & (n - 1)) % p
+                    sh[e0], sh[e1] = (u + v) % p, d
+            for e in range(E):
+                mid, l = e >> cb, e & (C - 1)
+                pos = base + (mid << s0) + l
+                v = sh[e]
+                jm = (lo0 + l) * rev(mid, k)
+                if jm: v = v * root_power((n - (jm << (log_n - s0 - k))) & (n - 1)) % p
+                if scale and s0 == 0: v = v * scale(rev(pos, log_n)) % p
+                x[pos] = v
+    return x
+def forward_passes(x, log_n, B):  # kernel_ntt without its bit reversal
+    return kernel_ntt([x[rev(i, log_n)] for i in range(1 << log_n)], log_n, B)
+def idft(x):
+    n = len(x); om = pow(root(n), p - 2, p); ninv = pow(n, p - 2, p)
+    return [sum(x[j] * pow(om, i * j, p) for j in range(n)) * ninv % p for i in range(n)]
+for log_n, B in [(1, 4), (3, 4), (5, 4), (7, 4), (8, 3), (9, 4), (6, 2)]:
+    n = 1 << log_n
+    x = [random.randrange(p) for _ in range(n)]
+    ninv = pow(n, p - 2, p)
+    got = inverse_passes(x, log_n, B, lambda i: ninv)
+    want = idft(x)
+    print("inverse", log_n, B, got == [want[rev(i, log_n)] for i in range(n)])
+
+# compute_h in the kernels' order: per vector, inverse passes (scale g^i / n)
+# then forward passes -> coset evaluations in natural order; a*b - c, / Z;
+# inverse passes (scale g^-i / n); one bit reversal.
+def kernel_compute_h(a, b, c, log_n, B):
+    n = 1 << log_n; ninv = pow(n, p - 2, p); gi = pow(g, p - 2, p)
+    ev = [forward_passes(inverse_passes(v, log_n, B, lambda i: pow(g, i, p) * ninv % p), log_n, B) for v in (a, b, c)]
+    zinv = pow((pow(g, n, p) - 1) % p, p - 2, p)
+    h = [(x * y - z) * zinv % p for x, y, z in zip(*ev)]
+    h = inverse_passes(h, log_n, B, lambda i: pow(gi, i, p) * ninv % p)
+    return [h[rev(i, log_n)] for i in range(n)]
+def reference_h(a, b, c, log_n):
+    n = 1 << log_n
+    def coset_eval(v):
+        co = idft(v); return dft([co[i] * pow(g, i, p) % p for i in range(n)])
+    ea, eb, ec = coset_eval(a), coset_eval(b), coset_eval(c)
+    zinv = pow((pow(g, n, p) - 1) % p, p - 2, p)
+    q = idft([(x * y - z) * zinv % p for x, y, z in zip(ea, eb, ec)])
+    gi = pow(g, p - 2, p)
+    return [q[i] * pow(gi, i, p) % p for i in range(n)]
+for log_n, B in [(2, 4), (5, 3), (7, 4), (8, 4)]:
+    n = 1 << log_n
+    a, b, c = ([random.randrange(p) for _ in range(n)] for _ in range(3))
+    print("compute_h", log_n, B, kernel_compute_h(a, b, c, log_n, B) == reference_h(a, b, c, log_n))

@@ -1,18 +1,23 @@
-// Radix-2 decimation-in-time NTT over Fr.
+// Radix-2 NTT over Fr: decimation-in-time forward passes, their exact
+// inverses (decimation in frequency) for the inverse transforms.
 //
-// The transform is: one in-place bit-reversal permutation, then log2(n)
+// A forward transform is one in-place bit-reversal permutation, then log2(n)
 // butterfly stages grouped into passes of up to 10 stages that run in shared
 // memory (1024 elements = 32 KB per block), so a 2^27 transform reads and
 // writes device memory 4 times (permutation + 3 passes) instead of 27.
+// The inverse passes (stages_pass_inverse) take natural order to
+// bit-reversed order, which the forward passes take as it is: compute_h's
+// inverse -> coset-forward pairs need no permutation at all, and its seven
+// transforms one bit reversal at the end.
 //
 // Stage s (1-based) pairs elements i and i + h, h = 2^(s-1), with twiddle
 // omega^((i mod h) * n / 2h) = tw[(i mod h) << (log_n - s)], tw[k] = omega^k.
 // A pass covering stages s0+1 .. s0+K sees index i as
 //     i = hi * 2^(s0+K) + mid * 2^s0 + lo,   mid < 2^K, lo < 2^s0;
 // a block holds all 2^K `mid` values for C consecutive `lo` values (C*2^K =
-// 1024), so stages s0+1..s0+K never leave the block. Inverse transforms
-// are forward ones followed by an index negation fused with their scaling
-// (negate_index_scale), so every transform runs in place.
+// 1024), so stages s0+1..s0+K never leave the block. Every transform runs in
+// place. scripts/ntt_twist_model.py models these index computations (passes,
+// transforms, compute_h's order) against the DFT.
 #pragma once
 #include "ff/fr.cuh"
 
@@ -43,7 +48,50 @@ __device__ __forceinline__ fr_t root_power(const fr_t* tw, size_t e, size_t half
     return e < half ? tw[e] : fr_sub(fr_zero(), tw[e - half]);
 }
 
-// One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C).
+// out[i] = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]: powers x^i from two
+// small tables (x^(j * 2^lo_bits) and x^j), one multiplication per element.
+__device__ __forceinline__ fr_t power_from_tables(const fr_t* hi, const fr_t* lo, size_t i,
+                                                  uint32_t lo_bits) {
+    return fr_mul(hi[i >> lo_bits], lo[i & ((1u << lo_bits) - 1)]);
+}
+
+// Where a pass's block sits: stages s0+1 .. s0+k of columns lo0 .. lo0+C-1
+// (C = 2^c_bits) of row `hi`. Element e of the block (mid = e >> c_bits,
+// l = e & (C-1)) is data[base + (mid << s0) + l].
+struct PassBlock {
+    uint32_t c_bits, k, s0, lo0;
+    size_t base;
+    __device__ __forceinline__ PassBlock(uint32_t s0_, uint32_t k_, uint32_t c_bits_)
+        : c_bits(c_bits_), k(k_), s0(s0_) {
+        const uint32_t lo_tiles = (1u << s0) >> c_bits;
+        const uint32_t hi = blockIdx.x / lo_tiles;
+        lo0 = (blockIdx.x % lo_tiles) << c_bits;
+        base = ((size_t)hi << (s0 + k)) + lo0;
+    }
+    __device__ __forceinline__ uint32_t elems() const { return 1u << (c_bits + k); }
+    __device__ __forceinline__ uint32_t mid(uint32_t e) const { return e >> c_bits; }
+    __device__ __forceinline__ uint32_t col(uint32_t e) const { return e & ((1u << c_bits) - 1); }
+    __device__ __forceinline__ size_t index(uint32_t e) const { return base + ((size_t)mid(e) << s0) + col(e); }
+    // The twist exponent of element e over omega_n: j * rev_k(mid) * 2^(log_n
+    // - s0 - k) with j = lo0 + l; j * rev_k(mid) < 2^(s0 + k), so below n.
+    __device__ __forceinline__ size_t twist(uint32_t e, uint32_t log_n) const {
+        const size_t jm = (size_t)(lo0 + col(e)) * bit_reverse(mid(e), k);
+        return jm << (log_n - s0 - k);
+    }
+    // Butterfly t of stage r: the pair (e0, e1) and `low` = mid0 mod 2^r.
+    __device__ __forceinline__ void pair(uint32_t t, uint32_t r, uint32_t& e0, uint32_t& e1, uint32_t& low) const {
+        const uint32_t l = t & ((1u << c_bits) - 1);
+        const uint32_t m = t >> c_bits;      // butterfly index in mid space
+        low = m & ((1u << r) - 1);
+        const uint32_t mid0 = ((m >> r) << (r + 1)) | low;
+        e0 = (mid0 << c_bits) | l;
+        e1 = e0 + (1u << (r + c_bits));
+    }
+};
+
+// One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C):
+// bit-reversed order in (after the permutation or the inverse passes),
+// natural order out once every pass has run.
 //
 // Twiddles. Stage s = s0 + r + 1 pairs mid0 and mid0 + 2^r (bit r of mid0
 // clear) of column j = lo0 + l with twiddle omega_{2^s}^(low * 2^s0 + j),
@@ -55,38 +103,28 @@ __device__ __forceinline__ fr_t root_power(const fr_t* tw, size_t e, size_t half
 // butterflies need only omega_{2^(r+1)}^low, the 2^(k-1) roots of order
 // 2^k, which stay in cache. Same outputs (the pass computes, per column, a
 // size-2^k transform of the twisted column). Products per element per pass:
-// (k - 1)/2 butterflies (stage r = 0 has twiddle 1) + 1 twist, against k/2.
+// (k - 1)/2 butterflies (stage r = 0 has twiddle 1) + 1 twist, against k/2
+// (2^27: 79.15 -> 74.56 ms, BENCHMARKS.md session 16).
 __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t log_n,
                                             uint32_t s0, uint32_t k, uint32_t c_bits) {
     extern __shared__ fr_t sh[];
-    const uint32_t C = 1u << c_bits;
-    const uint32_t E = C << k;                 // elements in this block
-    const uint32_t lo_tiles = (1u << s0) >> c_bits;
-    const uint32_t hi = blockIdx.x / lo_tiles;
-    const uint32_t lo0 = (blockIdx.x % lo_tiles) << c_bits;
-    const size_t base = ((size_t)hi << (s0 + k)) + lo0;
+    const PassBlock b(s0, k, c_bits);
+    const uint32_t E = b.elems();
     const size_t half = (size_t)1 << (log_n - 1);
 
-    // Element e of the block: mid = e >> c_bits, l = e & (C-1).
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        const uint32_t mid = e >> c_bits, l = e & (C - 1);
-        fr_t v = data[base + ((size_t)mid << s0) + l];
-        // The twist (j = 0 in the first pass, s0 = 0: nothing to do there).
-        // j * rev_k(mid) < 2^(s0 + k), so the exponent is below n.
-        const size_t jm = (size_t)(lo0 + l) * bit_reverse(mid, k);
-        if (jm != 0) v = fr_mul(v, root_power(tw, jm << (log_n - s0 - k), half));
+        fr_t v = data[b.index(e)];
+        // The twist (exponent 0 throughout the first pass, s0 = 0).
+        const size_t x = b.twist(e, log_n);
+        if (x != 0) v = fr_mul(v, root_power(tw, x, half));
         sh[e] = v;
     }
     __syncthreads();
 
     for (uint32_t r = 0; r < k; r++) {
         for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
-            const uint32_t l = t & (C - 1);
-            const uint32_t m = t >> c_bits;      // butterfly index in mid space
-            const uint32_t low = m & ((1u << r) - 1);
-            const uint32_t mid0 = ((m >> r) << (r + 1)) | low;
-            const uint32_t e0 = (mid0 << c_bits) | l;
-            const uint32_t e1 = e0 + (1u << (r + c_bits));
+            uint32_t e0, e1, low;
+            b.pair(t, r, e0, e1, low);
             const fr_t x = sh[e0];
             // omega_{2^(r+1)}^low = omega_n^(low * 2^(log_n - r - 1)); stage
             // r = 0 has only the twiddle 1 (r is the same for the whole
@@ -98,36 +136,53 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
         __syncthreads();
     }
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        const uint32_t mid = e >> c_bits, l = e & (C - 1);
-        data[base + ((size_t)mid << s0) + l] = sh[e];
-    }
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) data[b.index(e)] = sh[e];
 }
 
-// out[i] = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]: powers x^i from two
-// small tables (x^(j * 2^lo_bits) and x^j), one multiplication per element.
-__device__ __forceinline__ fr_t power_from_tables(const fr_t* hi, const fr_t* lo, size_t i,
-                                                  uint32_t lo_bits) {
-    return fr_mul(hi[i >> lo_bits], lo[i & ((1u << lo_bits) - 1)]);
-}
+// The inverse of stages_pass up to the factor 2^k: its stages run backwards
+// with the inverse butterfly (u, v) -> (u + v, (u - v) w^-1), then the
+// untwist on store. Run over the passes in reverse order, natural-order
+// evaluations become n times the coefficients in bit-reversed order, the
+// order the forward passes take: compute_h goes evaluations -> coefficients
+// -> coset evaluations with no permutation in between (one bit reversal per
+// compute_h instead of seven). w^-1 = omega_n^(n - x) = -omega_n^(n/2 - x).
+//
+// If `scale_hi` is not null every element is also multiplied on store by
+// c x^i, i = rev(position) (the coefficient index it holds once all passes
+// have run), from the power tables (hi, lo) of c x^i: the host passes them
+// with the last pass (s0 = 0) only, so that 1/n and a coset shift g^i cost
+// no pass of their own.
+__device__ __forceinline__ void stages_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
+                                                    uint32_t k, uint32_t c_bits, const fr_t* scale_hi,
+                                                    const fr_t* scale_lo, uint32_t lo_bits) {
+    extern __shared__ fr_t sh[];
+    const PassBlock b(s0, k, c_bits);
+    const uint32_t E = b.elems();
+    const size_t n = (size_t)1 << log_n, half = n >> 1;
 
-// In place, k <= n / 2: data[k] <- data[-k] * p(k) and data[-k] <- data[k] *
-// p(-k) (indices mod n, p(i) = hi[i >> lo_bits] * lo[i & mask]). A forward
-// transform followed by this is the inverse transform of the same input
-// (ifft(x)[k] = fft(x)[-k] / n), the 1/n and any coset factor folded into p:
-// the scaling pass the inverse needs anyway, with the index negation in it.
-__device__ __forceinline__ void negate_index_scale(fr_t* data, const fr_t* hi, const fr_t* lo, size_t n,
-                                                   uint32_t lo_bits) {
-    for (size_t k = (size_t)blockIdx.x * blockDim.x + threadIdx.x; k <= n / 2;
-         k += (size_t)gridDim.x * blockDim.x) {
-        const size_t j = (n - k) & (n - 1);
-        if (j == k) {
-            data[k] = fr_mul(data[k], power_from_tables(hi, lo, k, lo_bits));
-        } else {
-            const fr_t at_k = data[j], at_j = data[k];
-            data[k] = fr_mul(at_k, power_from_tables(hi, lo, k, lo_bits));
-            data[j] = fr_mul(at_j, power_from_tables(hi, lo, j, lo_bits));
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) sh[e] = data[b.index(e)];
+    __syncthreads();
+
+    for (uint32_t r = k; r-- > 0;) {
+        for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
+            uint32_t e0, e1, low;
+            b.pair(t, r, e0, e1, low);
+            const fr_t u = sh[e0], v = sh[e1];
+            sh[e0] = fr_add(u, v);
+            const fr_t d = fr_sub(u, v);
+            // Twiddle 1 when low = 0 (all of stage r = 0): no product.
+            sh[e1] = low == 0 ? d : fr_mul(d, root_power(tw, n - ((size_t)low << (log_n - r - 1)), half));
         }
+        __syncthreads();
+    }
+
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
+        fr_t v = sh[e];
+        const size_t x = b.twist(e, log_n);
+        if (x != 0) v = fr_mul(v, root_power(tw, n - x, half));
+        const size_t i = b.index(e);
+        if (scale_hi != nullptr) v = fr_mul(v, power_from_tables(scale_hi, scale_lo, bit_reverse((uint32_t)i, log_n), lo_bits));
+        data[i] = v;
     }
 }
 

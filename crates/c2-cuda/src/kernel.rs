@@ -141,11 +141,11 @@ kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 pub enum KernelId {
     /// NTT: bit-reversal permutation in place (pairs swapped).
     NttBitReverse,
-    /// NTT: `data[k] <- data[-k] * power(k)` in place (forward to inverse,
-    /// with the 1/n and coset scaling).
-    NttNegateScale,
     /// NTT: a group of butterfly stages in shared memory.
     NttPass,
+    /// NTT: a group of inverse butterfly stages in shared memory (natural
+    /// order towards bit-reversed order), optionally scaling by powers.
+    NttPassInverse,
     /// `out[i] = hi[i >> b] * lo[i & mask]` (twiddle tables).
     Powers,
     /// `data[i] *= hi[i >> b] * lo[i & mask]` (coset shifts, 1/n).
@@ -218,8 +218,8 @@ impl KernelId {
         use CurveStep as S;
         [
             Self::NttBitReverse,
-            Self::NttNegateScale,
             Self::NttPass,
+            Self::NttPassInverse,
             Self::Powers,
             Self::ScaleByPowers,
             Self::MulPointwise,
@@ -260,8 +260,8 @@ impl KernelId {
         use CurveStep as S;
         match self {
             Self::NttBitReverse => "c2_ntt_bit_reverse",
-            Self::NttNegateScale => "c2_ntt_negate_scale",
             Self::NttPass => "c2_ntt_pass",
+            Self::NttPassInverse => "c2_ntt_pass_inverse",
             Self::Powers => "c2_powers",
             Self::ScaleByPowers => "c2_scale_by_powers",
             Self::MulPointwise => "c2_mul_pointwise",

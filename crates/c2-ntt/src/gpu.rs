@@ -44,8 +44,8 @@ fn gpu_err(e: GpuError) -> NttError {
 
 struct Kernels {
     bit_reverse: Kernel,
-    negate_scale: Kernel,
     pass: Kernel,
+    pass_inverse: Kernel,
     powers: Kernel,
     scale_by_powers: Kernel,
     mul: Kernel,
@@ -58,7 +58,8 @@ struct Tables {
     /// omega^k, k < n/2.
     twiddles: DeviceBuffer<Scalar>,
     /// (hi, lo) tables of g^i and n^-1 g^i (coset after inverse), of
-    /// n^-1 g^-i (inverse coset) and of n^-1 (plain inverse).
+    /// n^-1 g^-i (inverse coset) and of n^-1 (plain inverse); the inverse
+    /// passes read the last three at bit-reversed indices.
     coset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
     ninv_coset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
     ninv_icoset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
@@ -153,8 +154,8 @@ impl GpuNtt {
         let k = |id| gpu.kernel(id).map_err(gpu_err);
         let kernels = Kernels {
             bit_reverse: k(KernelId::NttBitReverse)?,
-            negate_scale: k(KernelId::NttNegateScale)?,
             pass: k(KernelId::NttPass)?,
+            pass_inverse: k(KernelId::NttPassInverse)?,
             powers: k(KernelId::Powers)?,
             scale_by_powers: k(KernelId::ScaleByPowers)?,
             mul: k(KernelId::MulPointwise)?,
@@ -245,12 +246,18 @@ impl GpuNtt {
         let t = self.tables(log_n, stream)?;
         match kind {
             NttKind::Forward => self.forward(x, &t, log_n, stream),
-            NttKind::Inverse => self.inverse_scaled(x, &t, &t.ninv, log_n, stream),
+            NttKind::Inverse => {
+                self.inverse_to_bit_reversed(x, &t, &t.ninv, log_n, stream)?;
+                self.bit_reverse(x, log_n, stream)
+            }
             NttKind::CosetForward => {
                 self.scale_by(x, &t.coset, 1 << log_n, stream)?;
                 self.forward(x, &t, log_n, stream)
             }
-            NttKind::CosetInverse => self.inverse_scaled(x, &t, &t.ninv_icoset, log_n, stream),
+            NttKind::CosetInverse => {
+                self.inverse_to_bit_reversed(x, &t, &t.ninv_icoset, log_n, stream)?;
+                self.bit_reverse(x, log_n, stream)
+            }
         }
     }
 
@@ -294,7 +301,8 @@ impl GpuNtt {
 
     /// compute_h, step 1 (for each of a, b, c): `x <- coset_fft(ifft(x))` in
     /// place, the evaluations at the constraint points to evaluations on
-    /// the coset.
+    /// the coset. The inverse passes leave the coefficients in bit-reversed
+    /// order, the order the forward passes take: no permutation.
     pub fn h_coset_evaluations(
         &self,
         x: &mut DeviceBuffer<Scalar>,
@@ -303,9 +311,10 @@ impl GpuNtt {
     ) -> Result<(), NttError> {
         check_len(x, log_n)?;
         let t = self.tables(log_n, stream)?;
-        // 1/n of the inverse and g^i of the coset in one multiplication.
-        self.inverse_scaled(x, &t, &t.ninv_coset, log_n, stream)?;
-        self.forward(x, &t, log_n, stream)
+        // 1/n of the inverse and g^i of the coset in one multiplication,
+        // in the inverse's last pass.
+        self.inverse_to_bit_reversed(x, &t, &t.ninv_coset, log_n, stream)?;
+        self.passes(x, &t, log_n, stream)
     }
 
     /// compute_h, step 2: `a <- a·b` on the coset; `b`'s buffer is free
@@ -344,24 +353,33 @@ impl GpuNtt {
         // SAFETY: both hold n elements (checked); zinv one.
         unsafe { self.kernels.sub_scale.launch(stream, Launch::new(grid_for(n as usize), EW_THREADS), args) }
             .map_err(gpu_err)?;
-        self.inverse_scaled(a, &t, &t.ninv_icoset, log_n, stream)
+        self.inverse_to_bit_reversed(a, &t, &t.ninv_icoset, log_n, stream)?;
+        // compute_h's one permutation (seven before session 16).
+        self.bit_reverse(a, log_n, stream)
     }
 
     /// The forward transform in place: permutation, then the passes.
     fn forward(&self, x: &mut DeviceBuffer<Scalar>, t: &Tables, log_n: u32, stream: &Stream) -> Result<(), NttError> {
-        // c2_ntt_bit_reverse(fr_t* data, uint32_t log_n)
-        let args = (x.device_ptr(), log_n);
-        // SAFETY: x holds 2^log_n elements (checked by callers).
-        unsafe { self.kernels.bit_reverse.launch(stream, Launch::new(grid_for(1 << log_n), EW_THREADS), args) }
-            .map_err(gpu_err)?;
+        self.bit_reverse(x, log_n, stream)?;
         self.passes(x, t, log_n, stream)
     }
 
-    /// `x <- scale ⊙ (n · ifft(x))` in place: the forward transform, then
-    /// the index negation (ifft(x)[k] = fft(x)[−k] / n) fused with one
-    /// multiplication by a power table that carries the 1/n (and any coset
-    /// shift).
-    fn inverse_scaled(
+    /// The bit-reversal permutation of `2^log_n` elements in place on
+    /// `stream` (the one permutation of a forward transform or compute_h).
+    pub fn bit_reverse(&self, x: &mut DeviceBuffer<Scalar>, log_n: u32, stream: &Stream) -> Result<(), NttError> {
+        check_len(x, log_n)?;
+        // c2_ntt_bit_reverse(fr_t* data, uint32_t log_n)
+        let args = (x.device_ptr(), log_n);
+        // SAFETY: x holds 2^log_n elements (checked).
+        unsafe { self.kernels.bit_reverse.launch(stream, Launch::new(grid_for(1 << log_n), EW_THREADS), args) }
+            .map_err(gpu_err)
+    }
+
+    /// `x <- bitrev(scale ⊙ (n · ifft(x)))` in place: the forward passes'
+    /// exact inverses in reverse order, natural-order evaluations to
+    /// bit-reversed coefficients, the last pass multiplying coefficient i
+    /// by the power table `scale` (the 1/n and any coset shift).
+    fn inverse_to_bit_reversed(
         &self,
         x: &mut DeviceBuffer<Scalar>,
         t: &Tables,
@@ -369,37 +387,27 @@ impl GpuNtt {
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        self.forward(x, t, log_n, stream)?;
-        let n = 1usize << log_n;
-        // c2_ntt_negate_scale(fr_t* data, const fr_t* hi, const fr_t* lo, uint64_t n, uint32_t lo_bits)
-        let args = (x.device_ptr(), scale.0.device_ptr(), scale.1.device_ptr(), n as u64, LO_BITS);
-        // SAFETY: x holds n elements, the tables cover indices < n; the
-        // kernel touches index pairs (k, n - k), k <= n / 2.
-        unsafe { self.kernels.negate_scale.launch(stream, Launch::new(grid_for(n / 2 + 1), EW_THREADS), args) }
-            .map_err(gpu_err)
+        for pass in pass_plan(log_n).into_iter().rev() {
+            let (hi, lo) = if pass.s0 == 0 { (scale.0.device_ptr(), scale.1.device_ptr()) } else { (0, 0) };
+            // c2_ntt_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+            //                     uint32_t c_bits, const fr_t* scale_hi, const fr_t* scale_lo, uint32_t lo_bits)
+            let args = (x.device_ptr(), t.twiddles.device_ptr(), log_n, pass.s0, pass.k, pass.c_bits, hi, lo, LO_BITS);
+            // SAFETY: as in `passes`; the scale tables cover indices < n
+            // (null: no scaling in that pass).
+            unsafe { self.kernels.pass_inverse.launch(stream, pass.launch(log_n), args) }.map_err(gpu_err)?;
+        }
+        // A size-1 transform has no pass: its scaling (1/1 * x^0) is 1.
+        Ok(())
     }
 
     /// All butterfly stages, grouped into shared-memory passes.
     fn passes(&self, data: &mut DeviceBuffer<Scalar>, t: &Tables, log_n: u32, stream: &Stream) -> Result<(), NttError> {
-        let mut s0 = 0u32;
-        while s0 < log_n {
-            let (k, c_bits) = if s0 == 0 {
-                (log_n.min(BLOCK_ELEMS_LOG), 0)
-            } else {
-                let k = (log_n - s0).min(BLOCK_ELEMS_LOG - 1);
-                (k, s0.min(BLOCK_ELEMS_LOG - k))
-            };
-            let elems = 1u32 << (k + c_bits);
-            let blocks = (1u64 << log_n) / elems as u64;
-            let threads = (elems / 2).clamp(1, PASS_THREADS);
-            let shared = elems * std::mem::size_of::<Scalar>() as u32;
+        for pass in pass_plan(log_n) {
             // c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c_bits)
-            let args = (data.device_ptr(), t.twiddles.device_ptr(), log_n, s0, k, c_bits);
-            let dims = Launch::new(blocks as u32, threads).shared(shared);
+            let args = (data.device_ptr(), t.twiddles.device_ptr(), log_n, pass.s0, pass.k, pass.c_bits);
             // SAFETY: data holds 2^log_n elements, twiddles n/2; the pass
             // touches indices below 2^log_n only.
-            unsafe { self.kernels.pass.launch(stream, dims, args) }.map_err(gpu_err)?;
-            s0 += k;
+            unsafe { self.kernels.pass.launch(stream, pass.launch(log_n), args) }.map_err(gpu_err)?;
         }
         Ok(())
     }
@@ -435,6 +443,44 @@ impl GpuNtt {
         drop(x);
         Ok(())
     }
+}
+
+/// One shared-memory pass: stages `s0 + 1 ..= s0 + k` of `2^c_bits`
+/// adjacent columns per block.
+#[derive(Clone, Copy, Debug)]
+struct Pass {
+    s0: u32,
+    k: u32,
+    c_bits: u32,
+}
+
+impl Pass {
+    /// Grid, block and shared memory of the pass at `2^log_n`.
+    fn launch(self, log_n: u32) -> Launch {
+        let elems = 1u32 << (self.k + self.c_bits);
+        let blocks = (1u64 << log_n) / elems as u64;
+        let threads = (elems / 2).clamp(1, PASS_THREADS);
+        Launch::new(blocks as u32, threads).shared(elems * std::mem::size_of::<Scalar>() as u32)
+    }
+}
+
+/// The passes of a `2^log_n` transform: the first takes up to 10 stages of
+/// 1024 contiguous elements, later ones up to 9 stages over as many adjacent
+/// columns as fill the 1024-element block (2^27: 10 + 9 + 8 stages).
+fn pass_plan(log_n: u32) -> Vec<Pass> {
+    let mut plan = Vec::new();
+    let mut s0 = 0u32;
+    while s0 < log_n {
+        let (k, c_bits) = if s0 == 0 {
+            (log_n.min(BLOCK_ELEMS_LOG), 0)
+        } else {
+            let k = (log_n - s0).min(BLOCK_ELEMS_LOG - 1);
+            (k, s0.min(BLOCK_ELEMS_LOG - k))
+        };
+        plan.push(Pass { s0, k, c_bits });
+        s0 += k;
+    }
+    plan
 }
 
 /// A buffer too short for a `2^log_n` transform.
