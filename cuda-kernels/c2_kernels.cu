@@ -6,17 +6,26 @@
 #define GRID_STRIDE(i, n) \
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
+// log_n >= 8: one block of 256 threads per 16 x 16 tile (2^(log_n - 8)
+// blocks); smaller sizes: any grid.
 extern "C" __global__ void c2_ntt_bit_reverse(fr_t* data, uint32_t log_n) {
-    ntt::bit_reverse_in_place(data, log_n);
+    if (log_n >= 8) {
+        ntt::bit_reverse_tiles(data, log_n);
+    } else {
+        ntt::bit_reverse_in_place(data, log_n);
+    }
 }
 
-extern "C" __global__ void c2_ntt_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
+// The passes run 256 threads per block (c2-ntt's PASS_THREADS); 4 blocks of
+// 32 KB shared memory per SM need <= 64 registers per thread, which the
+// bounds hold them to (68 without, since the shared planes; no spills).
+extern "C" __global__ void __launch_bounds__(256, 4) c2_ntt_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
                                                uint32_t k, uint32_t c_bits, const fr_t* scale_hi,
                                                const fr_t* scale_lo, uint32_t lo_bits) {
     ntt::stages_pass_inverse(data, tw, log_n, s0, k, c_bits, scale_hi, scale_lo, lo_bits);
 }
 
-extern "C" __global__ void c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
+extern "C" __global__ void __launch_bounds__(256, 4) c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
                                        uint32_t k, uint32_t c_bits) {
     ntt::stages_pass(data, tw, log_n, s0, k, c_bits);
 }

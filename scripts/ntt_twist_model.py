@@ -164,3 +164,22 @@ for log_n, B in [(2, 4), (5, 3), (7, 4), (8, 4)]:
     n = 1 << log_n
     a, b, c = ([random.randrange(p) for _ in range(n)] for _ in range(3))
     print("compute_h", log_n, B, kernel_compute_h(a, b, c, log_n, B) == reference_h(a, b, c, log_n))
+
+# The tiled bit reversal (bit_reverse_tiles): block m swaps its 16 x 16 tile
+# with rev(m)'s, transposed, bits reversed.
+def tiled_bit_reverse(x, log_n):
+    x = x[:]; M = log_n - 8
+    idx = lambda a, m, b: (a << (log_n - 4)) | (m << 4) | b
+    for m in range(1 << M):
+        m2 = rev(m, M)
+        if m > m2: continue
+        A = {(a, b): x[idx(a, m, b)] for a in range(16) for b in range(16)}
+        B = {(a, b): x[idx(a, m2, b)] for a in range(16) for b in range(16)}
+        for a in range(16):
+            for b in range(16):
+                x[idx(a, m2, b)] = A[(rev(b, 4), rev(a, 4))]
+                if m != m2: x[idx(a, m, b)] = B[(rev(b, 4), rev(a, 4))]
+    return x
+for log_n in (8, 9, 10, 11, 12):
+    x = list(range(1 << log_n))
+    print("bit reversal", log_n, tiled_bit_reverse(x, log_n) == [x[rev(i, log_n)] for i in range(1 << log_n)])

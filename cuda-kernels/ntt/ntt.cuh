@@ -43,6 +43,49 @@ __device__ __forceinline__ void bit_reverse_in_place(fr_t* data, uint32_t log_n)
     }
 }
 
+// The same permutation through shared memory, for log_n >= 8: index i =
+// (a, m, b) with a, b of 4 bits and m of log_n - 8 reverses to (rev(b),
+// rev(m), rev(a)), so the 16 x 16 tile of one m maps onto the tile of rev(m).
+// Block m (256 threads) loads its tile and its partner's (rows of 16
+// consecutive elements: 512-byte runs), then writes each transposed into the
+// other; the block with m > rev(m) has nothing to do. The element-wise swap
+// above reads and writes single 32-byte elements scattered over the vector:
+// 14.8 ms at 2^27, 814 GB/s (ncu: 72 % of peak memory throughput busy with
+// scattered sectors), a fifth of a forward transform (BENCHMARKS.md session
+// 16); tiled: 5.84 ms. Rows padded to 17 words so the transposed reads
+// spread over the banks.
+__device__ __forceinline__ void bit_reverse_tiles(fr_t* data, uint32_t log_n) {
+    constexpr uint32_t ROW = 17, PLANE = 16 * ROW;
+    __shared__ uint32_t tiles[2][8 * PLANE];
+    const uint32_t mid_bits = log_n - 8;
+    const uint32_t m = blockIdx.x, m2 = bit_reverse(m, mid_bits);
+    if (m > m2) return;
+    const uint32_t a = threadIdx.x >> 4, b = threadIdx.x & 15;
+    auto index = [&](uint32_t hi, uint32_t mid, uint32_t lo) {
+        return ((size_t)hi << (log_n - 4)) | ((size_t)mid << 4) | lo;
+    };
+    const fr_t x = data[index(a, m, b)];
+#pragma unroll
+    for (int i = 0; i < 8; i++) tiles[0][i * PLANE + a * ROW + b] = x.val[i];
+    if (m != m2) {
+        const fr_t y = data[index(a, m2, b)];
+#pragma unroll
+        for (int i = 0; i < 8; i++) tiles[1][i * PLANE + a * ROW + b] = y.val[i];
+    }
+    __syncthreads();
+    // Position (a, m2, b) receives element (rev(b), m, rev(a)).
+    const uint32_t src = bit_reverse(b, 4) * ROW + bit_reverse(a, 4);
+    fr_t v;
+#pragma unroll
+    for (int i = 0; i < 8; i++) v.val[i] = tiles[0][i * PLANE + src];
+    data[index(a, m2, b)] = v;
+    if (m != m2) {
+#pragma unroll
+        for (int i = 0; i < 8; i++) v.val[i] = tiles[1][i * PLANE + src];
+        data[index(a, m, b)] = v;
+    }
+}
+
 // omega_n^e for e < n from the table of omega^i, i < n/2 (omega^(n/2) = -1).
 __device__ __forceinline__ fr_t root_power(const fr_t* tw, size_t e, size_t half) {
     return e < half ? tw[e] : fr_sub(fr_zero(), tw[e - half]);
@@ -89,6 +132,34 @@ struct PassBlock {
     }
 };
 
+// A block's elements in shared memory as 8 planes of 32-bit limbs: limb i
+// of element e at w[i * E + e]. Lanes touching consecutive elements then
+// touch consecutive words (one wavefront per limb; at most 2-way conflicts
+// for the first stages' stride-2 pairs). Stored as whole 32-byte elements,
+// lanes 32 bytes apart hit 4 of the 32 banks: ncu measured 9.5-way
+// conflicts and 58 % excess shared wavefronts (2^26). Measured gain small:
+// the three passes of 2^27 59.7 -> 58.5 ms (BENCHMARKS.md session 16); the
+// L1 is still busy with the global side, where each element moves as eight
+// 32-bit accesses per lane (fr_t is 4-byte aligned), 32 bytes apart.
+struct SharedPlanes {
+    uint32_t* w;
+    uint32_t E;
+    __device__ __forceinline__ fr_t load(uint32_t e) const {
+        fr_t v;
+#pragma unroll
+        for (int i = 0; i < 8; i++) v.val[i] = w[i * E + e];
+        return v;
+    }
+    __device__ __forceinline__ void store(uint32_t e, const fr_t& v) const {
+#pragma unroll
+        for (int i = 0; i < 8; i++) w[i * E + e] = v.val[i];
+    }
+};
+
+// The dynamic shared memory of the pass kernels (one declaration: both
+// kernels live in one module).
+extern __shared__ uint32_t ntt_shared[];
+
 // One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C):
 // bit-reversed order in (after the permutation or the inverse passes),
 // natural order out once every pass has run.
@@ -107,9 +178,9 @@ struct PassBlock {
 // (2^27: 79.15 -> 74.56 ms, BENCHMARKS.md session 16).
 __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t log_n,
                                             uint32_t s0, uint32_t k, uint32_t c_bits) {
-    extern __shared__ fr_t sh[];
     const PassBlock b(s0, k, c_bits);
     const uint32_t E = b.elems();
+    const SharedPlanes sh{ntt_shared, E};
     const size_t half = (size_t)1 << (log_n - 1);
 
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
@@ -117,7 +188,7 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
         // The twist (exponent 0 throughout the first pass, s0 = 0).
         const size_t x = b.twist(e, log_n);
         if (x != 0) v = fr_mul(v, root_power(tw, x, half));
-        sh[e] = v;
+        sh.store(e, v);
     }
     __syncthreads();
 
@@ -125,18 +196,18 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
         for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
             uint32_t e0, e1, low;
             b.pair(t, r, e0, e1, low);
-            const fr_t x = sh[e0];
+            const fr_t x = sh.load(e0);
             // omega_{2^(r+1)}^low = omega_n^(low * 2^(log_n - r - 1)); stage
             // r = 0 has only the twiddle 1 (r is the same for the whole
             // block, so no divergence).
-            const fr_t y = r == 0 ? sh[e1] : fr_mul(sh[e1], tw[(size_t)low << (log_n - r - 1)]);
-            sh[e0] = fr_add(x, y);
-            sh[e1] = fr_sub(x, y);
+            const fr_t y = r == 0 ? sh.load(e1) : fr_mul(sh.load(e1), tw[(size_t)low << (log_n - r - 1)]);
+            sh.store(e0, fr_add(x, y));
+            sh.store(e1, fr_sub(x, y));
         }
         __syncthreads();
     }
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) data[b.index(e)] = sh[e];
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) data[b.index(e)] = sh.load(e);
 }
 
 // The inverse of stages_pass up to the factor 2^k: its stages run backwards
@@ -155,29 +226,29 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
 __device__ __forceinline__ void stages_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
                                                     uint32_t k, uint32_t c_bits, const fr_t* scale_hi,
                                                     const fr_t* scale_lo, uint32_t lo_bits) {
-    extern __shared__ fr_t sh[];
     const PassBlock b(s0, k, c_bits);
     const uint32_t E = b.elems();
+    const SharedPlanes sh{ntt_shared, E};
     const size_t n = (size_t)1 << log_n, half = n >> 1;
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) sh[e] = data[b.index(e)];
+    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) sh.store(e, data[b.index(e)]);
     __syncthreads();
 
     for (uint32_t r = k; r-- > 0;) {
         for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
             uint32_t e0, e1, low;
             b.pair(t, r, e0, e1, low);
-            const fr_t u = sh[e0], v = sh[e1];
-            sh[e0] = fr_add(u, v);
+            const fr_t u = sh.load(e0), v = sh.load(e1);
+            sh.store(e0, fr_add(u, v));
             const fr_t d = fr_sub(u, v);
             // Twiddle 1 when low = 0 (all of stage r = 0): no product.
-            sh[e1] = low == 0 ? d : fr_mul(d, root_power(tw, n - ((size_t)low << (log_n - r - 1)), half));
+            sh.store(e1, low == 0 ? d : fr_mul(d, root_power(tw, n - ((size_t)low << (log_n - r - 1)), half)));
         }
         __syncthreads();
     }
 
     for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        fr_t v = sh[e];
+        fr_t v = sh.load(e);
         const size_t x = b.twist(e, log_n);
         if (x != 0) v = fr_mul(v, root_power(tw, n - x, half));
         const size_t i = b.index(e);

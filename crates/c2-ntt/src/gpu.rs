@@ -368,11 +368,13 @@ impl GpuNtt {
     /// `stream` (the one permutation of a forward transform or compute_h).
     pub fn bit_reverse(&self, x: &mut DeviceBuffer<Scalar>, log_n: u32, stream: &Stream) -> Result<(), NttError> {
         check_len(x, log_n)?;
-        // c2_ntt_bit_reverse(fr_t* data, uint32_t log_n)
+        // c2_ntt_bit_reverse(fr_t* data, uint32_t log_n): from 2^8 one block
+        // of 256 threads per 16 x 16 tile, exactly; below, any grid.
+        let dims = if log_n >= 8 { Launch::new(1 << (log_n - 8), 256) } else { Launch::new(1, EW_THREADS) };
         let args = (x.device_ptr(), log_n);
-        // SAFETY: x holds 2^log_n elements (checked).
-        unsafe { self.kernels.bit_reverse.launch(stream, Launch::new(grid_for(1 << log_n), EW_THREADS), args) }
-            .map_err(gpu_err)
+        // SAFETY: x holds 2^log_n elements (checked); the grid is the one
+        // the kernel's tile path indexes by.
+        unsafe { self.kernels.bit_reverse.launch(stream, dims, args) }.map_err(gpu_err)
     }
 
     /// `x <- bitrev(scale ⊙ (n · ifft(x)))` in place: the forward passes'
