@@ -43,49 +43,6 @@ __device__ __forceinline__ void bit_reverse_in_place(fr_t* data, uint32_t log_n)
     }
 }
 
-// The same permutation through shared memory, for log_n >= 8: index i =
-// (a, m, b) with a, b of 4 bits and m of log_n - 8 reverses to (rev(b),
-// rev(m), rev(a)), so the 16 x 16 tile of one m maps onto the tile of rev(m).
-// Block m (256 threads) loads its tile and its partner's (rows of 16
-// consecutive elements: 512-byte runs), then writes each transposed into the
-// other; the block with m > rev(m) has nothing to do. The element-wise swap
-// above reads and writes single 32-byte elements scattered over the vector:
-// 14.8 ms at 2^27, 814 GB/s (ncu: 72 % of peak memory throughput busy with
-// scattered sectors), a fifth of a forward transform (BENCHMARKS.md session
-// 16); tiled: 5.84 ms. Rows padded to 17 words so the transposed reads
-// spread over the banks.
-__device__ __forceinline__ void bit_reverse_tiles(fr_t* data, uint32_t log_n) {
-    constexpr uint32_t ROW = 17, PLANE = 16 * ROW;
-    __shared__ uint32_t tiles[2][8 * PLANE];
-    const uint32_t mid_bits = log_n - 8;
-    const uint32_t m = blockIdx.x, m2 = bit_reverse(m, mid_bits);
-    if (m > m2) return;
-    const uint32_t a = threadIdx.x >> 4, b = threadIdx.x & 15;
-    auto index = [&](uint32_t hi, uint32_t mid, uint32_t lo) {
-        return ((size_t)hi << (log_n - 4)) | ((size_t)mid << 4) | lo;
-    };
-    const fr_t x = data[index(a, m, b)];
-#pragma unroll
-    for (int i = 0; i < 8; i++) tiles[0][i * PLANE + a * ROW + b] = x.val[i];
-    if (m != m2) {
-        const fr_t y = data[index(a, m2, b)];
-#pragma unroll
-        for (int i = 0; i < 8; i++) tiles[1][i * PLANE + a * ROW + b] = y.val[i];
-    }
-    __syncthreads();
-    // Position (a, m2, b) receives element (rev(b), m, rev(a)).
-    const uint32_t src = bit_reverse(b, 4) * ROW + bit_reverse(a, 4);
-    fr_t v;
-#pragma unroll
-    for (int i = 0; i < 8; i++) v.val[i] = tiles[0][i * PLANE + src];
-    data[index(a, m2, b)] = v;
-    if (m != m2) {
-#pragma unroll
-        for (int i = 0; i < 8; i++) v.val[i] = tiles[1][i * PLANE + src];
-        data[index(a, m, b)] = v;
-    }
-}
-
 // omega_n^e for e < n from the table of omega^i, i < n/2 (omega^(n/2) = -1).
 __device__ __forceinline__ fr_t root_power(const fr_t* tw, size_t e, size_t half) {
     return e < half ? tw[e] : fr_sub(fr_zero(), tw[e - half]);
@@ -143,18 +100,49 @@ struct PassBlock {
 // 32-bit accesses per lane (fr_t is 4-byte aligned), 32 bytes apart.
 struct SharedPlanes {
     uint32_t* w;
-    uint32_t E;
+    uint32_t plane;  // words per plane: E in the passes, a padded tile in the bit reversal
     __device__ __forceinline__ fr_t load(uint32_t e) const {
         fr_t v;
 #pragma unroll
-        for (int i = 0; i < 8; i++) v.val[i] = w[i * E + e];
+        for (int i = 0; i < 8; i++) v.val[i] = w[i * plane + e];
         return v;
     }
     __device__ __forceinline__ void store(uint32_t e, const fr_t& v) const {
 #pragma unroll
-        for (int i = 0; i < 8; i++) w[i * E + e] = v.val[i];
+        for (int i = 0; i < 8; i++) w[i * plane + e] = v.val[i];
     }
 };
+
+// The same permutation through shared memory, for log_n >= 8: index i =
+// (a, m, b) with a, b of 4 bits and m of log_n - 8 reverses to (rev(b),
+// rev(m), rev(a)), so the 16 x 16 tile of one m maps onto the tile of rev(m).
+// Block m (256 threads) loads its tile and its partner's (rows of 16
+// consecutive elements: 512-byte runs), then writes each transposed into the
+// other; the block with m > rev(m) has nothing to do. The element-wise swap
+// above reads and writes single 32-byte elements scattered over the vector:
+// 14.8 ms at 2^27, 814 GB/s (ncu: 72 % of peak memory throughput busy with
+// scattered sectors), a fifth of a forward transform (BENCHMARKS.md session
+// 16); tiled: 5.84 ms. Rows padded to 17 words so the transposed reads
+// spread over the banks.
+__device__ __forceinline__ void bit_reverse_tiles(fr_t* data, uint32_t log_n) {
+    constexpr uint32_t ROW = 17, PLANE = 16 * ROW;
+    __shared__ uint32_t tiles[2][8 * PLANE];
+    const SharedPlanes own{tiles[0], PLANE}, partner{tiles[1], PLANE};
+    const uint32_t mid_bits = log_n - 8;
+    const uint32_t m = blockIdx.x, m2 = bit_reverse(m, mid_bits);
+    if (m > m2) return;
+    const uint32_t a = threadIdx.x >> 4, b = threadIdx.x & 15;
+    auto index = [&](uint32_t hi, uint32_t mid, uint32_t lo) {
+        return ((size_t)hi << (log_n - 4)) | ((size_t)mid << 4) | lo;
+    };
+    own.store(a * ROW + b, data[index(a, m, b)]);
+    if (m != m2) partner.store(a * ROW + b, data[index(a, m2, b)]);
+    __syncthreads();
+    // Position (a, m2, b) receives element (rev(b), m, rev(a)).
+    const uint32_t src = bit_reverse(b, 4) * ROW + bit_reverse(a, 4);
+    data[index(a, m2, b)] = own.load(src);
+    if (m != m2) data[index(a, m, b)] = partner.load(src);
+}
 
 // The dynamic shared memory of the pass kernels (one declaration: both
 // kernels live in one module).

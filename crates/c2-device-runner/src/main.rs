@@ -227,10 +227,16 @@ pub(crate) use c2_testkit::median;
 /// a block share sectors); the butterflies' 2^9 small roots stay in cache.
 fn ntt_bytes(log_n: u32) -> (f64, f64) {
     let n = (1u64 << log_n) as f64;
-    let later_passes = log_n.saturating_sub(10).div_ceil(9);
-    let data = f64::from(1 + 1 + later_passes) * 2.0 * n * 32.0;
-    let table = f64::from(later_passes) * n * 32.0;
+    let later = later_passes(log_n);
+    let data = f64::from(1 + 1 + later) * 2.0 * n * 32.0;
+    let table = f64::from(later) * n * 32.0;
     (data, table)
+}
+
+/// Passes after the first of a 2^log_n transform (c2-ntt's plan: 10 stages,
+/// then up to 9 per pass).
+fn later_passes(log_n: u32) -> u32 {
+    log_n.saturating_sub(10).div_ceil(9)
 }
 
 /// Bytes compute_h moves through device memory (data only): seven
@@ -238,7 +244,7 @@ fn ntt_bytes(log_n: u32) -> (f64, f64) {
 /// vectors) and (ab - c)/Z (three vectors).
 fn compute_h_bytes(log_n: u32) -> f64 {
     let n = (1u64 << log_n) as f64;
-    let passes = 7 * (1 + log_n.saturating_sub(10).div_ceil(9)) + 1;
+    let passes = 7 * (1 + later_passes(log_n)) + 1;
     (f64::from(passes) * 2.0 + 6.0) * n * 32.0
 }
 
@@ -274,32 +280,27 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], peer_max: u32, r: &mut Report) -> Result<(
         let mut x = g.alloc::<Scalar>(n).map_err(e)?;
         x.upload_async(0, &host, &stream).map_err(e)?;
         stream.synchronize().map_err(e)?;
-        // Kernel-only NTT: data resident and transformed in place again and
+        // Kernel-only: data resident and transformed in place again and
         // again (the cost does not depend on the values), CUDA events,
-        // median of 10.
-        let mut ts = Vec::new();
-        for it in 0..13 {
-            start.record(&stream).map_err(e)?;
-            gpu.ntt_in_place(&mut x, log_n, NttKind::Forward, &stream).map_err(|x| x.to_string())?;
-            end.record(&stream).map_err(e)?;
-            end.synchronize().map_err(e)?;
-            if it >= 3 {
-                ts.push(end.elapsed_ms(&start).map_err(e)? as f64);
+        // median of 10 after 3 warm-ups.
+        let kernel_ms = |x: &mut c2_cuda::DeviceBuffer<Scalar>,
+                         f: &dyn Fn(&mut c2_cuda::DeviceBuffer<Scalar>) -> Result<(), c2_ntt::NttError>|
+         -> Result<f64, String> {
+            let mut ts = Vec::new();
+            for it in 0..13 {
+                start.record(&stream).map_err(e)?;
+                f(x).map_err(|x| x.to_string())?;
+                end.record(&stream).map_err(e)?;
+                end.synchronize().map_err(e)?;
+                if it >= 3 {
+                    ts.push(end.elapsed_ms(&start).map_err(e)? as f64);
+                }
             }
-        }
-        let ntt_ms = median(ts);
+            Ok(median(ts))
+        };
+        let ntt_ms = kernel_ms(&mut x, &|x| gpu.ntt_in_place(x, log_n, NttKind::Forward, &stream))?;
         // The permutation alone (one per forward transform and per compute_h).
-        let mut ts = Vec::new();
-        for it in 0..13 {
-            start.record(&stream).map_err(e)?;
-            gpu.bit_reverse(&mut x, log_n, &stream).map_err(|x| x.to_string())?;
-            end.record(&stream).map_err(e)?;
-            end.synchronize().map_err(e)?;
-            if it >= 3 {
-                ts.push(end.elapsed_ms(&start).map_err(e)? as f64);
-            }
-        }
-        let perm_ms = median(ts);
+        let perm_ms = kernel_ms(&mut x, &|x| gpu.bit_reverse(x, log_n, &stream))?;
         let (data_bytes, table_bytes) = ntt_bytes(log_n);
         let gbs = data_bytes / (ntt_ms * 1e-3) / 1e9;
         let gbs_all = (data_bytes + table_bytes) / (ntt_ms * 1e-3) / 1e9;

@@ -52,6 +52,10 @@ struct Kernels {
     sub_scale: Kernel,
 }
 
+/// The (hi, lo) tables of one power sequence c·x^i on the device:
+/// c·x^i = hi[i >> LO_BITS] · lo[i & (2^LO_BITS − 1)].
+type PowerTables = (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>);
+
 /// Device-resident tables for one domain size.
 struct Tables {
     log_n: u32,
@@ -60,10 +64,10 @@ struct Tables {
     /// (hi, lo) tables of g^i and n^-1 g^i (coset after inverse), of
     /// n^-1 g^-i (inverse coset) and of n^-1 (plain inverse); the inverse
     /// passes read the last three at bit-reversed indices.
-    coset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
-    ninv_coset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
-    ninv_icoset: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
-    ninv: (DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+    coset: PowerTables,
+    ninv_coset: PowerTables,
+    ninv_icoset: PowerTables,
+    ninv: PowerTables,
     zinv: DeviceBuffer<Scalar>,
 }
 
@@ -246,18 +250,12 @@ impl GpuNtt {
         let t = self.tables(log_n, stream)?;
         match kind {
             NttKind::Forward => self.forward(x, &t, log_n, stream),
-            NttKind::Inverse => {
-                self.inverse_to_bit_reversed(x, &t, &t.ninv, log_n, stream)?;
-                self.bit_reverse(x, log_n, stream)
-            }
+            NttKind::Inverse => self.inverse(x, &t, &t.ninv, log_n, stream),
             NttKind::CosetForward => {
                 self.scale_by(x, &t.coset, 1 << log_n, stream)?;
                 self.forward(x, &t, log_n, stream)
             }
-            NttKind::CosetInverse => {
-                self.inverse_to_bit_reversed(x, &t, &t.ninv_icoset, log_n, stream)?;
-                self.bit_reverse(x, log_n, stream)
-            }
+            NttKind::CosetInverse => self.inverse(x, &t, &t.ninv_icoset, log_n, stream),
         }
     }
 
@@ -353,15 +351,29 @@ impl GpuNtt {
         // SAFETY: both hold n elements (checked); zinv one.
         unsafe { self.kernels.sub_scale.launch(stream, Launch::new(grid_for(n as usize), EW_THREADS), args) }
             .map_err(gpu_err)?;
-        self.inverse_to_bit_reversed(a, &t, &t.ninv_icoset, log_n, stream)?;
-        // compute_h's one permutation (seven before session 16).
-        self.bit_reverse(a, log_n, stream)
+        // compute_h's one permutation (seven before session 16) is this
+        // inverse's.
+        self.inverse(a, &t, &t.ninv_icoset, log_n, stream)
     }
 
     /// The forward transform in place: permutation, then the passes.
     fn forward(&self, x: &mut DeviceBuffer<Scalar>, t: &Tables, log_n: u32, stream: &Stream) -> Result<(), NttError> {
         self.bit_reverse(x, log_n, stream)?;
         self.passes(x, t, log_n, stream)
+    }
+
+    /// `x <- scale ⊙ (n · ifft(x))` in place, natural order: the inverse
+    /// passes, then the permutation.
+    fn inverse(
+        &self,
+        x: &mut DeviceBuffer<Scalar>,
+        t: &Tables,
+        scale: &PowerTables,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        self.inverse_to_bit_reversed(x, t, scale, log_n, stream)?;
+        self.bit_reverse(x, log_n, stream)
     }
 
     /// The bit-reversal permutation of `2^log_n` elements in place on
@@ -385,7 +397,7 @@ impl GpuNtt {
         &self,
         x: &mut DeviceBuffer<Scalar>,
         t: &Tables,
-        scale: &(DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+        scale: &PowerTables,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
@@ -417,7 +429,7 @@ impl GpuNtt {
     fn scale_by(
         &self,
         data: &mut DeviceBuffer<Scalar>,
-        tables: &(DeviceBuffer<Scalar>, DeviceBuffer<Scalar>),
+        tables: &PowerTables,
         n: usize,
         stream: &Stream,
     ) -> Result<(), NttError> {
