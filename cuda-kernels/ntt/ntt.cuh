@@ -43,16 +43,31 @@ __device__ __forceinline__ void bit_reverse_in_place(fr_t* data, uint32_t log_n)
     }
 }
 
+// One element of a read-only table as two 16-byte loads through the
+// read-only path. fr_t is a struct of eight 32-bit limbs, 4-byte aligned, so
+// `tw[i]` compiles to eight 4-byte loads (PTX of session 16); every table
+// and vector on the device starts 256-byte aligned (cuMemAlloc, and
+// c2-cuda's DeviceArena::reserve) and elements are 32 bytes, so each
+// element is 16-byte aligned.
+__device__ __forceinline__ fr_t load_fr(const fr_t* p) {
+    const uint4* q = reinterpret_cast<const uint4*>(p);
+    const uint4 a = __ldg(q), b = __ldg(q + 1);
+    fr_t v;
+    v.val[0] = a.x; v.val[1] = a.y; v.val[2] = a.z; v.val[3] = a.w;
+    v.val[4] = b.x; v.val[5] = b.y; v.val[6] = b.z; v.val[7] = b.w;
+    return v;
+}
+
 // omega_n^e for e < n from the table of omega^i, i < n/2 (omega^(n/2) = -1).
 __device__ __forceinline__ fr_t root_power(const fr_t* tw, size_t e, size_t half) {
-    return e < half ? tw[e] : fr_sub(fr_zero(), tw[e - half]);
+    return e < half ? load_fr(tw + e) : fr_sub(fr_zero(), load_fr(tw + (e - half)));
 }
 
 // out[i] = hi[i >> lo_bits] * lo[i & (2^lo_bits - 1)]: powers x^i from two
 // small tables (x^(j * 2^lo_bits) and x^j), one multiplication per element.
 __device__ __forceinline__ fr_t power_from_tables(const fr_t* hi, const fr_t* lo, size_t i,
                                                   uint32_t lo_bits) {
-    return fr_mul(hi[i >> lo_bits], lo[i & ((1u << lo_bits) - 1)]);
+    return fr_mul(load_fr(hi + (i >> lo_bits)), load_fr(lo + (i & ((1u << lo_bits) - 1))));
 }
 
 // Where a pass's block sits: stages s0+1 .. s0+k of columns lo0 .. lo0+C-1
@@ -90,17 +105,16 @@ struct PassBlock {
 };
 
 // A block's elements in shared memory as 8 planes of 32-bit limbs: limb i
-// of element e at w[i * E + e]. Lanes touching consecutive elements then
+// of element e at w[i * plane + e]. Lanes touching consecutive elements then
 // touch consecutive words (one wavefront per limb; at most 2-way conflicts
 // for the first stages' stride-2 pairs). Stored as whole 32-byte elements,
 // lanes 32 bytes apart hit 4 of the 32 banks: ncu measured 9.5-way
 // conflicts and 58 % excess shared wavefronts (2^26). Measured gain small:
 // the three passes of 2^27 59.7 -> 58.5 ms (BENCHMARKS.md session 16); the
-// L1 is still busy with the global side, where each element moves as eight
-// 32-bit accesses per lane (fr_t is 4-byte aligned), 32 bytes apart.
+// L1 was still busy with the global side, hence the 16-byte chunks below.
 struct SharedPlanes {
     uint32_t* w;
-    uint32_t plane;  // words per plane: E in the passes, a padded tile in the bit reversal
+    uint32_t plane;  // words per plane: E + PLANE_PAD in the passes, a padded tile in the bit reversal
     __device__ __forceinline__ fr_t load(uint32_t e) const {
         fr_t v;
 #pragma unroll
@@ -111,7 +125,26 @@ struct SharedPlanes {
 #pragma unroll
         for (int i = 0; i < 8; i++) w[i * plane + e] = v.val[i];
     }
+    // Half h (limbs 4h .. 4h+3) of element e.
+    __device__ __forceinline__ uint4 load_chunk(uint32_t e, uint32_t h) const {
+        const uint32_t* p = w + 4 * h * plane + e;
+        return make_uint4(p[0], p[plane], p[2 * plane], p[3 * plane]);
+    }
+    __device__ __forceinline__ void store_chunk(uint32_t e, uint32_t h, uint4 c) const {
+        uint32_t* p = w + 4 * h * plane + e;
+        p[0] = c.x;
+        p[plane] = c.y;
+        p[2 * plane] = c.z;
+        p[3 * plane] = c.w;
+    }
 };
+
+// Words of padding per plane in the passes: lane q of a warp moves chunk
+// (e = q / 2, h = q % 2), so one chunk word goes to bank (4 h * plane + e)
+// mod 32; with plane = E + 4 (E a multiple of 32) that is 16 h + e + const:
+// 32 distinct banks per warp. Unpadded, both halves of an element hit the
+// same bank (2-way conflicts on every chunk).
+constexpr uint32_t PLANE_PAD = 4;
 
 // The same permutation through shared memory, for log_n >= 8: index i =
 // (a, m, b) with a, b of 4 bits and m of log_n - 8 reverses to (rev(b),
@@ -122,31 +155,62 @@ struct SharedPlanes {
 // above reads and writes single 32-byte elements scattered over the vector:
 // 14.8 ms at 2^27, 814 GB/s (ncu: 72 % of peak memory throughput busy with
 // scattered sectors), a fifth of a forward transform (BENCHMARKS.md session
-// 16); tiled: 5.84 ms. Rows padded to 17 words so the transposed reads
-// spread over the banks.
+// 16); tiled: 5.84 ms. Rows padded to 17 words so the transposed accesses
+// spread over the banks, planes by 4 more words for the chunks' halves (as
+// PLANE_PAD); elements move as 16-byte chunks, as in the passes.
 __device__ __forceinline__ void bit_reverse_tiles(fr_t* data, uint32_t log_n) {
-    constexpr uint32_t ROW = 17, PLANE = 16 * ROW;
+    constexpr uint32_t ROW = 17, PLANE = 16 * ROW + PLANE_PAD;
     __shared__ uint32_t tiles[2][8 * PLANE];
     const SharedPlanes own{tiles[0], PLANE}, partner{tiles[1], PLANE};
     const uint32_t mid_bits = log_n - 8;
     const uint32_t m = blockIdx.x, m2 = bit_reverse(m, mid_bits);
     if (m > m2) return;
-    const uint32_t a = threadIdx.x >> 4, b = threadIdx.x & 15;
-    auto index = [&](uint32_t hi, uint32_t mid, uint32_t lo) {
-        return ((size_t)hi << (log_n - 4)) | ((size_t)mid << 4) | lo;
+    uint4* chunks = reinterpret_cast<uint4*>(data);
+    // Chunk h of element (hi, mid, lo).
+    auto at = [&](uint32_t hi, uint32_t mid, uint32_t lo, uint32_t h) {
+        return 2 * (((size_t)hi << (log_n - 4)) | ((size_t)mid << 4) | lo) + h;
     };
-    own.store(a * ROW + b, data[index(a, m, b)]);
-    if (m != m2) partner.store(a * ROW + b, data[index(a, m2, b)]);
+    for (uint32_t q = threadIdx.x; q < 512; q += blockDim.x) {
+        const uint32_t a = q >> 5, b = (q >> 1) & 15, h = q & 1;
+        own.store_chunk(a * ROW + b, h, chunks[at(a, m, b, h)]);
+        if (m != m2) partner.store_chunk(a * ROW + b, h, chunks[at(a, m2, b, h)]);
+    }
     __syncthreads();
     // Position (a, m2, b) receives element (rev(b), m, rev(a)).
-    const uint32_t src = bit_reverse(b, 4) * ROW + bit_reverse(a, 4);
-    data[index(a, m2, b)] = own.load(src);
-    if (m != m2) data[index(a, m, b)] = partner.load(src);
+    for (uint32_t q = threadIdx.x; q < 512; q += blockDim.x) {
+        const uint32_t a = q >> 5, b = (q >> 1) & 15, h = q & 1;
+        const uint32_t src = bit_reverse(b, 4) * ROW + bit_reverse(a, 4);
+        chunks[at(a, m2, b, h)] = own.load_chunk(src, h);
+        if (m != m2) chunks[at(a, m, b, h)] = partner.load_chunk(src, h);
+    }
 }
 
 // The dynamic shared memory of the pass kernels (one declaration: both
-// kernels live in one module).
+// kernels live in one module): 8 * (E + PLANE_PAD) words.
 extern __shared__ uint32_t ntt_shared[];
+
+// A pass block between device memory and shared memory in 16-byte chunks:
+// chunk q is half q % 2 of element q / 2, so a warp moves 512 contiguous
+// bytes of each run of C = 2^c_bits adjacent columns (C >= 2: 64-byte runs
+// or longer; the first pass reads 32 KB in one run). Element by element, a
+// lane read its 32-byte element as eight 4-byte loads, 32 bytes apart
+// across the warp: eight instructions each touching 32 sectors for 4 bytes
+// of each, the L1 doing the gathering (ncu at 2^26: L1 88-96 % busy).
+__device__ __forceinline__ void load_block(const PassBlock& b, const fr_t* data, const SharedPlanes& sh) {
+    const uint4* src = reinterpret_cast<const uint4*>(data);
+    for (uint32_t q = threadIdx.x; q < 2 * b.elems(); q += blockDim.x) {
+        const uint32_t e = q >> 1, h = q & 1;
+        sh.store_chunk(e, h, src[2 * b.index(e) + h]);
+    }
+}
+
+__device__ __forceinline__ void store_block(const PassBlock& b, fr_t* data, const SharedPlanes& sh) {
+    uint4* dst = reinterpret_cast<uint4*>(data);
+    for (uint32_t q = threadIdx.x; q < 2 * b.elems(); q += blockDim.x) {
+        const uint32_t e = q >> 1, h = q & 1;
+        dst[2 * b.index(e) + h] = sh.load_chunk(e, h);
+    }
+}
 
 // One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C):
 // bit-reversed order in (after the permutation or the inverse passes),
@@ -158,68 +222,84 @@ extern __shared__ uint32_t ntt_shared[];
 // of reading that from the table for every butterfly of every stage (k/2
 // scattered 32-byte reads per element per pass; dropping stage 1's alone made
 // a 2^26 transform 9 % faster, BENCHMARKS.md session 15), each element is
-// "twisted" once on load by omega_{2^(s0+k)}^(j * rev_k(mid)); then the pass's
+// "twisted" once by omega_{2^(s0+k)}^(j * rev_k(mid)); then the pass's
 // butterflies need only omega_{2^(r+1)}^low, the 2^(k-1) roots of order
 // 2^k, which stay in cache. Same outputs (the pass computes, per column, a
 // size-2^k transform of the twisted column). Products per element per pass:
 // (k - 1)/2 butterflies (stage r = 0 has twiddle 1) + 1 twist, against k/2
-// (2^27: 79.15 -> 74.56 ms, BENCHMARKS.md session 16).
+// (2^27: 79.15 -> 74.56 ms, BENCHMARKS.md session 16). The twist happens in
+// stage r = 0, which reads every element once: the block arrives in shared
+// memory as chunks, and no thread holds a whole element before that stage.
 __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t log_n,
                                             uint32_t s0, uint32_t k, uint32_t c_bits) {
     const PassBlock b(s0, k, c_bits);
     const uint32_t E = b.elems();
-    const SharedPlanes sh{ntt_shared, E};
+    const SharedPlanes sh{ntt_shared, E + PLANE_PAD};
     const size_t half = (size_t)1 << (log_n - 1);
+    // Every twist exponent of the first pass (s0 = 0) is 0.
+    auto twisted = [&](uint32_t e) {
+        const fr_t v = sh.load(e);
+        const size_t x = s0 == 0 ? 0 : b.twist(e, log_n);
+        return x == 0 ? v : fr_mul(v, root_power(tw, x, half));
+    };
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        fr_t v = data[b.index(e)];
-        // The twist (exponent 0 throughout the first pass, s0 = 0).
-        const size_t x = b.twist(e, log_n);
-        if (x != 0) v = fr_mul(v, root_power(tw, x, half));
-        sh.store(e, v);
-    }
+    load_block(b, data, sh);
     __syncthreads();
 
     for (uint32_t r = 0; r < k; r++) {
         for (uint32_t t = threadIdx.x; t < E / 2; t += blockDim.x) {
             uint32_t e0, e1, low;
             b.pair(t, r, e0, e1, low);
-            const fr_t x = sh.load(e0);
-            // omega_{2^(r+1)}^low = omega_n^(low * 2^(log_n - r - 1)); stage
-            // r = 0 has only the twiddle 1 (r is the same for the whole
-            // block, so no divergence).
-            const fr_t y = r == 0 ? sh.load(e1) : fr_mul(sh.load(e1), tw[(size_t)low << (log_n - r - 1)]);
+            fr_t x, y;
+            if (r == 0) {
+                // Twiddle 1 (r is the same for the whole block: no divergence).
+                x = twisted(e0);
+                y = twisted(e1);
+            } else {
+                // omega_{2^(r+1)}^low = omega_n^(low * 2^(log_n - r - 1)).
+                x = sh.load(e0);
+                y = fr_mul(sh.load(e1), load_fr(tw + ((size_t)low << (log_n - r - 1))));
+            }
             sh.store(e0, fr_add(x, y));
             sh.store(e1, fr_sub(x, y));
         }
         __syncthreads();
     }
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) data[b.index(e)] = sh.load(e);
+    store_block(b, data, sh);
 }
 
 // The inverse of stages_pass up to the factor 2^k: its stages run backwards
 // with the inverse butterfly (u, v) -> (u + v, (u - v) w^-1), then the
-// untwist on store. Run over the passes in reverse order, natural-order
+// untwist. Run over the passes in reverse order, natural-order
 // evaluations become n times the coefficients in bit-reversed order, the
 // order the forward passes take: compute_h goes evaluations -> coefficients
 // -> coset evaluations with no permutation in between (one bit reversal per
 // compute_h instead of seven). w^-1 = omega_n^(n - x) = -omega_n^(n/2 - x).
 //
-// If `scale_hi` is not null every element is also multiplied on store by
-// c x^i, i = rev(position) (the coefficient index it holds once all passes
-// have run), from the power tables (hi, lo) of c x^i: the host passes them
-// with the last pass (s0 = 0) only, so that 1/n and a coset shift g^i cost
-// no pass of their own.
+// If `scale_hi` is not null every element is also multiplied by c x^i,
+// i = rev(position) (the coefficient index it holds once all passes have
+// run), from the power tables (hi, lo) of c x^i: the host passes them with
+// the last pass (s0 = 0) only, so that 1/n and a coset shift g^i cost no
+// pass of their own. Untwist and scale happen in the last stage (r = 0),
+// which writes every element once.
 __device__ __forceinline__ void stages_pass_inverse(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0,
                                                     uint32_t k, uint32_t c_bits, const fr_t* scale_hi,
                                                     const fr_t* scale_lo, uint32_t lo_bits) {
     const PassBlock b(s0, k, c_bits);
     const uint32_t E = b.elems();
-    const SharedPlanes sh{ntt_shared, E};
+    const SharedPlanes sh{ntt_shared, E + PLANE_PAD};
     const size_t n = (size_t)1 << log_n, half = n >> 1;
+    auto finish = [&](uint32_t e, fr_t v) {
+        const size_t x = s0 == 0 ? 0 : b.twist(e, log_n);
+        if (x != 0) v = fr_mul(v, root_power(tw, n - x, half));
+        if (scale_hi != nullptr) {
+            v = fr_mul(v, power_from_tables(scale_hi, scale_lo, bit_reverse((uint32_t)b.index(e), log_n), lo_bits));
+        }
+        sh.store(e, v);
+    };
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) sh.store(e, data[b.index(e)]);
+    load_block(b, data, sh);
     __syncthreads();
 
     for (uint32_t r = k; r-- > 0;) {
@@ -227,22 +307,21 @@ __device__ __forceinline__ void stages_pass_inverse(fr_t* data, const fr_t* tw, 
             uint32_t e0, e1, low;
             b.pair(t, r, e0, e1, low);
             const fr_t u = sh.load(e0), v = sh.load(e1);
-            sh.store(e0, fr_add(u, v));
             const fr_t d = fr_sub(u, v);
-            // Twiddle 1 when low = 0 (all of stage r = 0): no product.
-            sh.store(e1, low == 0 ? d : fr_mul(d, root_power(tw, n - ((size_t)low << (log_n - r - 1)), half)));
+            if (r == 0) {
+                // Twiddle 1 (low = 0 throughout stage 0).
+                finish(e0, fr_add(u, v));
+                finish(e1, d);
+            } else {
+                sh.store(e0, fr_add(u, v));
+                // Twiddle 1 when low = 0: no product.
+                sh.store(e1, low == 0 ? d : fr_mul(d, root_power(tw, n - ((size_t)low << (log_n - r - 1)), half)));
+            }
         }
         __syncthreads();
     }
 
-    for (uint32_t e = threadIdx.x; e < E; e += blockDim.x) {
-        fr_t v = sh.load(e);
-        const size_t x = b.twist(e, log_n);
-        if (x != 0) v = fr_mul(v, root_power(tw, n - x, half));
-        const size_t i = b.index(e);
-        if (scale_hi != nullptr) v = fr_mul(v, power_from_tables(scale_hi, scale_lo, bit_reverse((uint32_t)i, log_n), lo_bits));
-        data[i] = v;
-    }
+    store_block(b, data, sh);
 }
 
 }  // namespace ntt

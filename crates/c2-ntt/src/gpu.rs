@@ -16,6 +16,9 @@ use crate::{Domain, Ntt, NttError};
 const LO_BITS: u32 = 12;
 /// Elements one block transforms in shared memory (32 KB of Fr).
 const BLOCK_ELEMS_LOG: u32 = 10;
+/// Words of padding per limb plane in a pass's shared memory (the kernels'
+/// `PLANE_PAD`: conflict-free 16-byte chunk moves).
+const PLANE_PAD: u32 = 4;
 /// Threads per block for the shared-memory passes.
 const PASS_THREADS: u32 = 256;
 /// Threads per block for element-wise kernels.
@@ -474,7 +477,8 @@ impl Pass {
         let elems = 1u32 << (self.k + self.c_bits);
         let blocks = (1u64 << log_n) / elems as u64;
         let threads = (elems / 2).clamp(1, PASS_THREADS);
-        Launch::new(blocks as u32, threads).shared(elems * std::mem::size_of::<Scalar>() as u32)
+        // 8 limb planes of elems + PLANE_PAD words (cuda-kernels/ntt/ntt.cuh).
+        Launch::new(blocks as u32, threads).shared((elems + PLANE_PAD) * std::mem::size_of::<Scalar>() as u32)
     }
 }
 
