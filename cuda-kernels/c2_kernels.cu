@@ -140,6 +140,24 @@ extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* ot
         msm::accumulate<O, true>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head,  \
                                  tail);                                                              \
     }                                                                                                \
+    /* The same loop held to 3 or 4 blocks of 128 threads per SM (CURVE_THREADS    \
+       in c2-msm): ncu at G1 2^24 saw the unbounded kernel at 180 registers, two     \
+       blocks per SM, 1.9 warps per scheduler, an instruction issued every 3.5       \
+       cycles (27 % of issue slots): the products' carry chains wait on each other   \
+       with too few warps to hide their latency. Fewer registers, more warps, some   \
+       spills: measured side by side (GpuMsmConfig::accumulate_blocks). */         \
+    extern "C" __global__ void __launch_bounds__(128, 3) c2_##G##_msm_accumulate_inl3(               \
+        const ec::affine<O>* bases, const uint32_t* entries, const uint32_t* off, uint64_t nbk,      \
+        uint64_t seg, ec::xyzz<O>* buckets, ec::xyzz<O>* head, ec::xyzz<O>* tail) {                  \
+        msm::accumulate<O, true>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head,  \
+                                 tail);                                                              \
+    }                                                                                                \
+    extern "C" __global__ void __launch_bounds__(128, 4) c2_##G##_msm_accumulate_inl4(               \
+        const ec::affine<O>* bases, const uint32_t* entries, const uint32_t* off, uint64_t nbk,      \
+        uint64_t seg, ec::xyzz<O>* buckets, ec::xyzz<O>* head, ec::xyzz<O>* tail) {                  \
+        msm::accumulate<O, true>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, buckets, head,  \
+                                 tail);                                                              \
+    }                                                                                                \
     extern "C" __global__ void c2_##G##_msm_accumulate_affine(                                       \
         const ec::affine<O>* bases, const uint32_t* entries, const uint32_t* off, uint64_t nbk,      \
         uint64_t seg, uint64_t batch, ec::affine<O>* acc, O::F* prefix, uint32_t* cur,               \

@@ -197,6 +197,11 @@ pub enum CurveStep {
     Accumulate,
     /// Bucket sums, XYZZ mixed additions inlined.
     AccumulateInline,
+    /// [`CurveStep::AccumulateInline`] compiled for at least 3 blocks of 128
+    /// threads per SM (fewer registers, more warps).
+    AccumulateInline3,
+    /// The same for at least 4 blocks per SM.
+    AccumulateInline4,
     /// Bucket sums, batched affine additions.
     AccumulateAffine,
     /// Buckets that cross segment borders.
@@ -213,7 +218,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 34] = {
+    pub const ALL: [KernelId; 38] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -237,6 +242,8 @@ impl KernelId {
             Self::MsmScatter,
             Self::Curve(G1, S::Accumulate),
             Self::Curve(G1, S::AccumulateInline),
+            Self::Curve(G1, S::AccumulateInline3),
+            Self::Curve(G1, S::AccumulateInline4),
             Self::Curve(G1, S::AccumulateAffine),
             Self::Curve(G1, S::Fixup),
             Self::Curve(G1, S::Reduce),
@@ -245,6 +252,8 @@ impl KernelId {
             Self::Curve(G1, S::ToAffine),
             Self::Curve(G2, S::Accumulate),
             Self::Curve(G2, S::AccumulateInline),
+            Self::Curve(G2, S::AccumulateInline3),
+            Self::Curve(G2, S::AccumulateInline4),
             Self::Curve(G2, S::AccumulateAffine),
             Self::Curve(G2, S::Fixup),
             Self::Curve(G2, S::Reduce),
@@ -279,6 +288,8 @@ impl KernelId {
             Self::MsmScatter => "c2_msm_scatter",
             Self::Curve(G1, S::Accumulate) => "c2_g1_msm_accumulate",
             Self::Curve(G1, S::AccumulateInline) => "c2_g1_msm_accumulate_inl",
+            Self::Curve(G1, S::AccumulateInline3) => "c2_g1_msm_accumulate_inl3",
+            Self::Curve(G1, S::AccumulateInline4) => "c2_g1_msm_accumulate_inl4",
             Self::Curve(G1, S::AccumulateAffine) => "c2_g1_msm_accumulate_affine",
             Self::Curve(G1, S::Fixup) => "c2_g1_msm_fixup",
             Self::Curve(G1, S::Reduce) => "c2_g1_msm_reduce",
@@ -287,6 +298,8 @@ impl KernelId {
             Self::Curve(G1, S::ToAffine) => "c2_g1_to_affine",
             Self::Curve(G2, S::Accumulate) => "c2_g2_msm_accumulate",
             Self::Curve(G2, S::AccumulateInline) => "c2_g2_msm_accumulate_inl",
+            Self::Curve(G2, S::AccumulateInline3) => "c2_g2_msm_accumulate_inl3",
+            Self::Curve(G2, S::AccumulateInline4) => "c2_g2_msm_accumulate_inl4",
             Self::Curve(G2, S::AccumulateAffine) => "c2_g2_msm_accumulate_affine",
             Self::Curve(G2, S::Fixup) => "c2_g2_msm_fixup",
             Self::Curve(G2, S::Reduce) => "c2_g2_msm_reduce",
@@ -423,8 +436,11 @@ mod tests {
     fn kernel_ids_match_the_entry_points_of_the_module() {
         let source = include_str!("../../../cuda-kernels/c2_kernels.cu");
         let curve_steps: Vec<&str> = source
-            .split("extern \"C\" __global__ void c2_##G##_")
+            .split("extern \"C\" __global__ void ")
             .skip(1)
+            // As below: the name may follow `__launch_bounds__(..)`.
+            .filter_map(|rest| rest.find("c2_").map(|at| &rest[at..]))
+            .filter_map(|name| name.strip_prefix("c2_##G##_"))
             .map(|rest| rest.split('(').next().unwrap_or("").trim())
             .collect();
         let groups: Vec<&str> =

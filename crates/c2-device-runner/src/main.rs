@@ -10,6 +10,7 @@
 //!     [--ntt-peer-max 26]      (ec-gpu-gen's FFT and h path timed up to this size only)
 //!     [--skip-ntt-checks]      (the NTT bench without the NTT differential suite, e.g. under ncu)
 //!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2
+//!         --accumulate-blocks 0,3,4
 //!         --vram-caps 0,40,24,16]
 //!         (32 GiB-shaped synthetic partitions through the library's GPU workers, the device pool
 //!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
@@ -568,6 +569,13 @@ fn main() {
     // --vram-caps 0,40,24,16 (GiB, 0 = none) for --only partition;
     // --vram-cap-gib N for --only registered.
     let vram_caps: Vec<usize> = list("--vram-caps", &[0]).iter().map(|&g| g as usize).collect();
+    // --accumulate-blocks 0,3,4 for --only partition: the MSM's bucket
+    // accumulation kernel per run (0 = unbounded registers); without the
+    // flag, one run with the measured default.
+    let accumulate_blocks: Vec<Option<u32>> = match list("--accumulate-blocks", &[]) {
+        v if v.is_empty() => vec![None],
+        v => v.into_iter().map(Some).collect(),
+    };
     let registered_cap = list("--vram-cap-gib", &[]).first().map(|&g| g as usize);
 
     let devices = match c2_cuda::devices() {
@@ -650,6 +658,7 @@ fn main() {
             workers: &workers,
             gpus: &gpus,
             caps: &vram_caps,
+            accumulate: &accumulate_blocks,
         };
         if let Err(e) = partition::bench(&mut report, &runs) {
             report.check(format!("partition bench aborted: {e}"), false);

@@ -348,14 +348,19 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(5);
     println!("msm checks: seed {seed}");
     let t = Instant::now();
-    // Every check once per bucket accumulation: XYZZ, and batched affine
+    // Every check once per bucket accumulation kernel: XYZZ (the measured
+    // default, unbounded, held to 3 and 4 blocks per SM), and batched affine
     // (a small batch, so chains are many and short and cross buckets often).
     let xyzz = GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), ..Default::default() };
+    let xyzz_wide = GpuMsmConfig { accumulate_blocks: Some(0), ..xyzz.clone() };
+    let xyzz3 = GpuMsmConfig { accumulate_blocks: Some(3), ..xyzz.clone() };
+    let xyzz4 = GpuMsmConfig { accumulate_blocks: Some(4), ..xyzz.clone() };
     let affine = GpuMsmConfig {
         bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }),
         ..Default::default()
     };
-    for (tag, base) in [("", &xyzz), (" affine", &affine)] {
+    for (tag, base) in [("", &xyzz), (" inl2", &xyzz_wide), (" inl3", &xyzz3), (" inl4", &xyzz4), (" affine", &affine)]
+    {
         curve_suite::<G1>(&gpu, r, quick, seed, base, tag)?;
         println!("msm G1{tag} checks: {:.1?}", t.elapsed());
         curve_suite::<G2>(&gpu, r, quick, seed ^ 1, base, tag)?;
@@ -475,6 +480,10 @@ where
                 "called (not inlined) bucket add".to_string(),
                 GpuMsmConfig { inline_bucket_add: false, ..Default::default() },
             )))
+            .chain([0, 3, 4].map(|blocks| {
+                let cfg = GpuMsmConfig { accumulate_blocks: Some(blocks), stage_timing: true, ..Default::default() };
+                (format!("xyzz, inlined add compiled for {blocks} blocks/SM (0: unbounded)"), cfg)
+            }))
             .chain(std::iter::once((
                 "xyzz bucket sums".to_string(),
                 GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() },

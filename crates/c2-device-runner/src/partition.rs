@@ -38,6 +38,10 @@ pub struct Runs<'a> {
     pub gpus: &'a [usize],
     /// Device pool caps in GiB (0 = uncapped), one run each.
     pub caps: &'a [usize],
+    /// The MSM's bucket-accumulation kernel per run (`GpuMsmConfig::
+    /// accumulate_blocks`: `None` = the measured default, 0 = unbounded, 3
+    /// or 4 blocks per SM), one run each.
+    pub accumulate: &'a [Option<u32>],
 }
 
 /// `proofs` proofs of `partitions` partitions each, shape divided by `scale`,
@@ -59,11 +63,12 @@ pub fn bench(r: &mut Report, runs: &Runs<'_>) -> Result<(), String> {
     );
     let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); partitions];
     let mut first_bytes: Option<(String, Vec<u8>)> = None;
-    let combos = runs
-        .caps
-        .iter()
-        .flat_map(|&c| runs.gpus.iter().flat_map(move |&g| runs.workers.iter().map(move |&w| (c, g, w))));
-    for (cap, gpus, w) in combos {
+    let combos = runs.caps.iter().flat_map(|&c| {
+        runs.gpus.iter().flat_map(move |&g| {
+            runs.workers.iter().flat_map(move |&w| runs.accumulate.iter().map(move |&a| (c, g, w, a)))
+        })
+    });
+    for (cap, gpus, w, accumulate) in combos {
         let devices: Vec<usize> = (0..gpus).collect();
         let mut config = GpuBackendConfig {
             devices: devices.clone(),
@@ -72,7 +77,11 @@ pub fn bench(r: &mut Report, runs: &Runs<'_>) -> Result<(), String> {
             ..Default::default()
         };
         config.vram.cap = (cap > 0).then_some(cap << 30);
-        let cap_label = if cap > 0 { format!("cap {cap} GiB") } else { "uncapped".to_string() };
+        config.msm.accumulate_blocks = accumulate;
+        let mut cap_label = if cap > 0 { format!("cap {cap} GiB") } else { "uncapped".to_string() };
+        if let Some(blocks) = accumulate {
+            cap_label += &format!(", MSM accumulation compiled for {blocks} blocks/SM (0: unbounded)");
+        }
         let backend = match gpu_backend(&config) {
             Ok(b) => b,
             Err(e) => {

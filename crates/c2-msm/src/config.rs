@@ -33,6 +33,21 @@ impl BucketSum {
     }
 }
 
+/// What the H200 measured (BENCHMARKS.md, 2026-12-02, session 17) for the
+/// inlined XYZZ accumulation of a curve whose XYZZ points take `xyzz_bytes`:
+/// G1 (192 bytes) held to 4 blocks per SM, its accumulation 3-4 % faster at
+/// 2^24-2^27 (2^27: 1165.0 -> 1117.6 ms; ncu saw the unbounded kernel at
+/// two blocks per SM issuing in 27 % of cycles, latency-bound); G2
+/// unbounded (255 registers already; at 4 blocks B_G2 of the 32 GiB-shaped
+/// partition took 237 ms instead of 196).
+pub fn measured_accumulate_blocks(xyzz_bytes: usize) -> u32 {
+    if xyzz_bytes <= 192 {
+        4
+    } else {
+        0
+    }
+}
+
 /// Tuning of the GPU MSM; `Default` picks everything from n and the device.
 #[derive(Clone, Debug)]
 pub struct GpuMsmConfig {
@@ -68,6 +83,12 @@ pub struct GpuMsmConfig {
     /// Bucket accumulation with the mixed addition inlined into its loop
     /// (`c2_*_msm_accumulate_inl`) instead of called ([`BucketSum::Xyzz`]).
     pub inline_bucket_add: bool,
+    /// Blocks of 128 threads per SM the inlined XYZZ accumulation is
+    /// compiled for: 0 = as many as its registers allow (G1: 180 registers,
+    /// two blocks), 3 or 4 = the variants held to fewer registers
+    /// (`c2_*_msm_accumulate_inl3` / `_inl4`; other values mean 0);
+    /// `None` = the measured choice per curve ([`measured_accumulate_blocks`]).
+    pub accumulate_blocks: Option<u32>,
     /// Bucket accumulation; `None` = the measured choice for the curve and
     /// the number of full-width scalars ([`BucketSum::measured_default`]).
     pub bucket_sum: Option<BucketSum>,
@@ -92,6 +113,7 @@ impl Default for GpuMsmConfig {
             // 7-8 % faster at 2^24..2^27 (G1 and G2) on the H200; costs
             // ~50 s more nvcc time per architecture.
             inline_bucket_add: true,
+            accumulate_blocks: None,
             bucket_sum: None,
         }
     }

@@ -44,6 +44,9 @@ pub(super) struct Kernels {
 pub(super) struct CurveKernels {
     pub(super) accumulate: Kernel,
     pub(super) accumulate_inline: Kernel,
+    /// The inlined loop bounded to 3 and 4 blocks per SM.
+    pub(super) accumulate_inline3: Kernel,
+    pub(super) accumulate_inline4: Kernel,
     pub(super) accumulate_affine: Kernel,
     pub(super) fixup: Kernel,
     pub(super) reduce: Kernel,
@@ -58,6 +61,8 @@ impl CurveKernels {
         Ok(Self {
             accumulate: k(CurveStep::Accumulate)?,
             accumulate_inline: k(CurveStep::AccumulateInline)?,
+            accumulate_inline3: k(CurveStep::AccumulateInline3)?,
+            accumulate_inline4: k(CurveStep::AccumulateInline4)?,
             accumulate_affine: k(CurveStep::AccumulateAffine)?,
             fixup: k(CurveStep::Fixup)?,
             reduce: k(CurveStep::Reduce)?,

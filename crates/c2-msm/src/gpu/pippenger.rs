@@ -14,7 +14,7 @@ use super::curve::GpuCurve;
 use super::inputs::{DeviceDensity, DeviceScalars};
 use super::instance::{gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, SUM_GROUP};
 use super::scratch::{Scratch, Slot};
-use crate::config::BucketSum;
+use crate::config::{measured_accumulate_blocks, BucketSum};
 use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 
 /// Kernel time per stage from CUDA events: `mark(name)` closes the stage
@@ -435,7 +435,16 @@ impl GpuMsm {
         let tail = scratch.tail.get(g, nseg * xw).map_err(e)?.device_ptr();
         match bucket_sum {
             BucketSum::Xyzz => {
-                let k = if self.config.inline_bucket_add { &kc.accumulate_inline } else { &kc.accumulate };
+                let blocks = self
+                    .config
+                    .accumulate_blocks
+                    .unwrap_or_else(|| measured_accumulate_blocks(std::mem::size_of::<C::Xyzz>()));
+                let k = match (self.config.inline_bucket_add, blocks) {
+                    (false, _) => &kc.accumulate,
+                    (true, 3) => &kc.accumulate_inline3,
+                    (true, 4) => &kc.accumulate_inline4,
+                    (true, _) => &kc.accumulate_inline,
+                };
                 // SAFETY: kernels stay within nbk buckets and nseg segments.
                 unsafe {
                     k.launch(
