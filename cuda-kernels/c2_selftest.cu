@@ -111,3 +111,25 @@ typedef fp2_field<sppark_fp> sppark_g2;
 
 C2_FIELD_SELFTEST(ecgpu, ecgpu_fr, ecgpu_fp)
 C2_FIELD_SELFTEST(sppark, sppark_fr, sppark_fp)
+
+// ---- Fr products on the FP64 pipe (ff/fr_fp64.cuh), beside the backends ----
+#include "ff/fr_fp64.cuh"
+
+// For each i: out[i] = a[i] * b[i] in blstrs' form by the FP64-pipe product
+// (b times 16 first, as a table would store it).
+extern "C" __global__ void c2_fr_mul_fp64(const fr_t* a, const fr_t* b, fr_t* out, uint64_t n) {
+    GRID_STRIDE(i, n) { out[i] = fp64::mul_by_table(a[i], fp64::times16(b[i])); }
+}
+
+// Throughput, as mul_chain: x <- x * y `iters` times (y times 16 once per
+// thread; every product converts x to 52-bit limbs and back, as a drop-in
+// fr_mul would).
+extern "C" __global__ void c2_fr_mul_chain_fp64(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x = in[i];
+    const fr_t y16 = fp64::times16(in[n + i]);
+#pragma unroll 1
+    for (uint32_t k = 0; k < iters; k++) x = fp64::mul_by_table(x, y16);
+    out[i] = x;
+}

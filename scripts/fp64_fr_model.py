@@ -32,13 +32,22 @@ ARITH 2018; written here from that description):
   with a table constant stored as 16 t R256 is x t R256 (the NTT's products
   are all data times table constants), so only the tables change.
 
+The kernel header itself, cuda-kernels/ff/fr_fp64.cuh, is then built for the
+host with g++ (scripts/fp64_fr_host_check.cpp: the CUDA intrinsics emulated
+with the C library's fma under the matching rounding mode) and run on the
+same cases plus 100,000 random pairs against big integers.
+
 Run: python3 scripts/fp64_fr_model.py   (exit 0 when every check holds)
 """
 
 import math
+import os
 import random
+import shutil
 import struct
+import subprocess
 import sys
+import tempfile
 
 R_MOD = 0x73EDA753299D7D483339D80809A1D80553BDA402FFFE5BFEFFFFFFFF00000001
 LIMB = 52
@@ -207,6 +216,15 @@ def main():
         x, t = rng.randrange(R_MOD), rng.randrange(R_MOD)
         xm, tm = x * 2**256 % R_MOD, t * 2**256 % R_MOD
         assert mont_mul(xm, 16 * tm % R_MOD, Ops()) == x * t * 2**256 % R_MOD
+    host_cases = cases + [(rng.randrange(R_MOD), rng.randrange(R_MOD)) for _ in range(100000)]
+    wrong = host_check(host_cases)
+    if wrong is None:
+        print("FAIL: g++ not found, the kernel header's host check could not run")
+        return 2
+    if wrong:
+        print(f"FAIL: cuda-kernels/ff/fr_fp64.cuh built for the host: {wrong} of {len(host_cases)} products wrong")
+        return 1
+    print(f"cuda-kernels/ff/fr_fp64.cuh built for the host (g++): {len(host_cases)} products == x y 2^-256 mod r")
     n = len(cases)
     fp = (ops.fma + ops.dadd) / n
     other = (4 * ops.mul64 + ops.logic) / n
@@ -234,6 +252,28 @@ def main():
             f"{rate / 58.7e9:.2f}x sppark's integer product (58.7 G/s measured, session 15)"
         )
     return 0
+
+
+def host_check(cases):
+    """The kernel's own code (cuda-kernels/ff/fr_fp64.cuh) built for the host by
+    g++ (scripts/fp64_fr_host_check.cpp emulates the CUDA intrinsics), run on
+    `cases`: its products must be x y 2^-256 mod r, what the self-test kernel
+    computes. Returns the number of wrong products, or None without g++."""
+    cxx = shutil.which("g++")
+    if cxx is None:
+        return None
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "fp64_fr_host_check")
+        subprocess.run(
+            [cxx, "-O2", "-std=c++17", "-frounding-math", "-I", os.path.join(root, "cuda-kernels"),
+             os.path.join(root, "scripts", "fp64_fr_host_check.cpp"), "-o", exe],
+            check=True,
+        )
+        stdin = "".join(f"{x:064x} {y:064x}\n" for x, y in cases)
+        out = subprocess.run([exe], input=stdin, capture_output=True, text=True, check=True).stdout.split()
+    inv = pow(2**256, -1, R_MOD)
+    return sum(int(got, 16) != x * y * inv % R_MOD for got, (x, y) in zip(out, cases)) + abs(len(out) - len(cases))
 
 
 if __name__ == "__main__":

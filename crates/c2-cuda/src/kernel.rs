@@ -325,6 +325,12 @@ pub enum SelftestKernel {
     /// Throughput of the bucket step: per thread `acc <- acc + b` (inlined
     /// mixed addition), `iters` times, written as `a + iters * b`.
     AddChain(CurveId, FieldBackend),
+    /// Fr products on the FP64 pipe (`ff/fr_fp64.cuh`): per input pair
+    /// `(a, b)`, `a * b` in blstrs' form.
+    FrMulFp64,
+    /// Throughput of [`SelftestKernel::FrMulFp64`]: per thread `x <- x * y`,
+    /// `iters` times (the same values as [`SelftestKernel::MulChain`]).
+    FrMulChainFp64,
 }
 
 /// The two fields of the self-test field kernels.
@@ -382,6 +388,8 @@ impl SelftestKernel {
             Self::AddChain(G1, S) => "c2_g1_add_chain_sppark",
             Self::AddChain(G2, E) => "c2_g2_add_chain_ecgpu",
             Self::AddChain(G2, S) => "c2_g2_add_chain_sppark",
+            Self::FrMulFp64 => "c2_fr_mul_fp64",
+            Self::FrMulChainFp64 => "c2_fr_mul_chain_fp64",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `--only field`: both field backends of `cuda-kernels/ff/field.cuh`
-//! (ec-gpu-gen, sppark) against the CPU on random values and the edges, then
+//! (ec-gpu-gen, sppark) and the Fr product on the FP64 pipe
+//! (`ff/fr_fp64.cuh`) against the CPU on random values and the edges, then
 //! their throughput side by side (products of Fr and Fp, and the MSM's bucket
 //! step: an inlined mixed addition in G1 and G2), every timed result equal
 //! across the backends.
@@ -79,6 +80,14 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
         );
     }
 
+    // The Fr product on the FP64 pipe (ff/fr_fp64.cuh) on the same pairs.
+    let got = check.fr_mul_fp64(&fa, &fb).map_err(e)?;
+    let bad = got.iter().zip(&fr_want).filter(|(g, w)| **g != w[0]).count();
+    r.check(
+        format!("Fr product on the FP64 pipe vs blstrs, {} pairs incl. 0, 1, r-1, 2, -2: {bad} wrong", fa.len()),
+        bad == 0,
+    );
+
     // Chains: equal across the backends; the first values against the CPU.
     let quick = skip_bench;
     let n = if quick { 1 << 14 } else { 1 << 20 };
@@ -96,6 +105,18 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
     r.check(
         format!("Fr product chains (x * y^{fr_iters}, {n} threads): both backends equal, first 64 == blstrs"),
         fr_runs[0].out == fr_runs[1].out && cpu_ok,
+    );
+    let fp64_run = {
+        check.fr_mul_chain_fp64(&x, &y, fr_iters).map_err(e)?;
+        let runs: Vec<Timed<Scalar>> =
+            (0..5).map(|_| check.fr_mul_chain_fp64(&x, &y, fr_iters)).collect::<Result<_, _>>().map_err(e)?;
+        let ms = median(runs.iter().map(|t| t.ms).collect());
+        let out = runs.into_iter().next_back().map(|t| t.out).unwrap_or_default();
+        (out, ms)
+    };
+    r.check(
+        format!("Fr product chains on the FP64 pipe ({n} threads) == the backends' chains"),
+        fp64_run.0 == fr_runs[1].out,
     );
 
     let xp = fp_cases(&mut rng, n);
@@ -146,6 +167,15 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
     row("Fp product", (n as f64) * f64::from(fp_iters), ms_of(&fp_runs));
     row("G1 mixed addition (XYZZ)", (a1.len() as f64) * f64::from(add_iters), ms_of(&g1_runs));
     row("G2 mixed addition (XYZZ)", (a2.len() as f64) * f64::from(add_iters), ms_of(&g2_runs));
+    let fr_ops = (n as f64) * f64::from(fr_iters);
+    r.bench.push(format!(
+        "{:<26} | {:>11.2} ms {:>10.2} | vs sppark {:.2}x",
+        "Fr product, FP64 pipe",
+        fp64_run.1,
+        fr_ops / fp64_run.1 / 1e6,
+        fr_runs[1].ms / fp64_run.1
+    ));
+    println!("{}", r.bench.last().unwrap());
     Ok(())
 }
 

@@ -145,6 +145,24 @@ impl GpuFieldCheck {
         Ok(host.out.chunks_exact(5).map(|c| [c[0], c[1], c[2], c[3], c[4]]).collect())
     }
 
+    /// `a[i] * b[i]` by the Fr product on the FP64 pipe
+    /// (`cuda-kernels/ff/fr_fp64.cuh`).
+    pub fn fr_mul_fp64(&self, a: &[Scalar], b: &[Scalar]) -> Result<Vec<Scalar>, GpuError> {
+        let n = same_len(a, b)?;
+        let k = self.gpu.selftest_kernel(SelftestKernel::FrMulFp64)?;
+        let (da, db) = (self.upload(a)?, self.upload(b)?);
+        let out = self.gpu.alloc::<Scalar>(n)?;
+        // c2_fr_mul_fp64(const fr_t* a, const fr_t* b, fr_t* out, uint64_t n)
+        let args = (da.device_ptr(), db.device_ptr(), out.device_ptr(), n as u64);
+        // SAFETY: the kernel reads n elements of a and b and writes n.
+        Ok(unsafe { self.run(&k, Launch::new(n.div_ceil(128) as u32, 128), args, &out, n)? }.out)
+    }
+
+    /// [`GpuFieldCheck::mul_chain`] of Fr with the FP64-pipe product.
+    pub fn fr_mul_chain_fp64(&self, x: &[Scalar], y: &[Scalar], iters: u32) -> Result<Timed<Scalar>, GpuError> {
+        self.chain(SelftestKernel::FrMulChainFp64, x, y, iters)
+    }
+
     /// Throughput of products: thread i computes `x[i] * y[i]^iters` as a
     /// chain of `iters` dependent products (`x`, `y` of one length, Fr
     /// scalars or Fp limbs).
@@ -156,8 +174,18 @@ impl GpuFieldCheck {
         y: &[T],
         iters: u32,
     ) -> Result<Timed<T>, GpuError> {
+        self.chain(SelftestKernel::MulChain(field, backend), x, y, iters)
+    }
+
+    fn chain<T: DeviceCopy + Default>(
+        &self,
+        kernel: SelftestKernel,
+        x: &[T],
+        y: &[T],
+        iters: u32,
+    ) -> Result<Timed<T>, GpuError> {
         let n = same_len(x, y)?;
-        let k = self.gpu.selftest_kernel(SelftestKernel::MulChain(field, backend))?;
+        let k = self.gpu.selftest_kernel(kernel)?;
         let xy: Vec<T> = x.iter().chain(y).copied().collect();
         let din = self.upload(&xy)?;
         let out = self.gpu.alloc::<T>(n)?;
