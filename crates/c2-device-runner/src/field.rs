@@ -106,17 +106,10 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
         format!("Fr product chains (x * y^{fr_iters}, {n} threads): both backends equal, first 64 == blstrs"),
         fr_runs[0].out == fr_runs[1].out && cpu_ok,
     );
-    let fp64_run = {
-        check.fr_mul_chain_fp64(&x, &y, fr_iters).map_err(e)?;
-        let runs: Vec<Timed<Scalar>> =
-            (0..5).map(|_| check.fr_mul_chain_fp64(&x, &y, fr_iters)).collect::<Result<_, _>>().map_err(e)?;
-        let ms = median(runs.iter().map(|t| t.ms).collect());
-        let out = runs.into_iter().next_back().map(|t| t.out).unwrap_or_default();
-        (out, ms)
-    };
+    let fp64_run = timed(|| check.fr_mul_chain_fp64(&x, &y, fr_iters)).map_err(e)?;
     r.check(
         format!("Fr product chains on the FP64 pipe ({n} threads) == the backends' chains"),
-        fp64_run.0 == fr_runs[1].out,
+        fp64_run.out == fr_runs[1].out,
     );
 
     let xp = fp_cases(&mut rng, n);
@@ -171,9 +164,9 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
     r.bench.push(format!(
         "{:<26} | {:>11.2} ms {:>10.2} | vs sppark {:.2}x",
         "Fr product, FP64 pipe",
-        fp64_run.1,
-        fr_ops / fp64_run.1 / 1e6,
-        fr_runs[1].ms / fp64_run.1
+        fp64_run.ms,
+        fr_ops / fp64_run.ms / 1e6,
+        fr_runs[1].ms / fp64_run.ms
     ));
     println!("{}", r.bench.last().unwrap());
     Ok(())
@@ -224,23 +217,25 @@ struct Runs<T> {
     ms: f64,
 }
 
-/// `f` for each backend: one warm-up, then five timed runs (median); the
-/// output of the last.
+/// `f` once as a warm-up, then five timed runs (median); the output of the
+/// last.
+fn timed<T>(mut f: impl FnMut() -> Result<Timed<T>, c2_cuda::GpuError>) -> Result<Runs<T>, c2_cuda::GpuError> {
+    f()?;
+    let mut ts = Vec::new();
+    let mut out = Vec::new();
+    for _ in 0..5 {
+        let t = f()?;
+        ts.push(t.ms);
+        out = t.out;
+    }
+    Ok(Runs { out, ms: median(ts) })
+}
+
+/// [`timed`] for each backend.
 fn timed_pair<T>(
     mut f: impl FnMut(FieldBackend) -> Result<Timed<T>, c2_cuda::GpuError>,
 ) -> Result<[Runs<T>; 2], c2_cuda::GpuError> {
-    let mut one = |b: FieldBackend| -> Result<Runs<T>, c2_cuda::GpuError> {
-        f(b)?;
-        let mut ts = Vec::new();
-        let mut out = Vec::new();
-        for _ in 0..5 {
-            let t = f(b)?;
-            ts.push(t.ms);
-            out = t.out;
-        }
-        Ok(Runs { out, ms: median(ts) })
-    };
-    Ok([one(BACKENDS[0])?, one(BACKENDS[1])?])
+    Ok([timed(|| f(BACKENDS[0]))?, timed(|| f(BACKENDS[1]))?])
 }
 
 fn ms_of<T>(runs: &[Runs<T>; 2]) -> [f64; 2] {
