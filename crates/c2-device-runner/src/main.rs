@@ -9,6 +9,7 @@
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
 //!     [--ntt-peer-max 26]      (ec-gpu-gen's FFT and h path timed up to this size only)
 //!     [--skip-ntt-checks]      (the NTT bench without the NTT differential suite, e.g. under ncu)
+//!     [--skip-checks]          (benches only: no curve, MSM or NTT differential suite)
 //!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2
 //!         --accumulate-blocks 0,3,4
 //!         --vram-caps 0,40,24,16]
@@ -479,7 +480,10 @@ fn main() {
     let skip_bench = args.iter().any(|a| a == "--skip-bench");
     // --skip-ntt-checks: the NTT bench alone (profiling a kernel under ncu
     // without the differential suite's launches before it).
-    let skip_ntt_checks = args.iter().any(|a| a == "--skip-ntt-checks");
+    let skip_ntt_checks = args.iter().any(|a| a == "--skip-ntt-checks" || a == "--skip-checks");
+    // --skip-checks: the benches alone, every differential suite skipped
+    // (a later step or call of the same binary runs them).
+    let skip_msm_checks = args.iter().any(|a| a == "--skip-checks");
     let sizes: Vec<u32> = args
         .iter()
         .position(|a| a == "--sizes")
@@ -610,7 +614,7 @@ fn main() {
             report.check(format!("field checks aborted: {e}"), false);
         }
     }
-    if run_msm {
+    if run_msm && !skip_msm_checks {
         if let Err(e) = curve_checks(gpu.clone(), &mut report) {
             report.check(format!("curve checks aborted: {e}"), false);
         }

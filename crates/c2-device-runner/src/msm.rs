@@ -475,13 +475,18 @@ where
         let variants: Vec<(String, GpuMsmConfig)> = sweep
             .iter()
             .filter(|_| mix == Mix::Random)
-            .map(|&c| (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), ..Default::default() }))
+            .map(|&c| (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), stage_timing: true, ..Default::default() }))
             .chain(std::iter::once((
                 "called (not inlined) bucket add".to_string(),
                 GpuMsmConfig { inline_bucket_add: false, ..Default::default() },
             )))
             .chain([0, 3, 4].map(|blocks| {
-                let cfg = GpuMsmConfig { accumulate_blocks: Some(blocks), stage_timing: true, ..Default::default() };
+                let cfg = GpuMsmConfig {
+                    accumulate_blocks: Some(blocks),
+                    bucket_sum: Some(BucketSum::Xyzz),
+                    stage_timing: true,
+                    ..Default::default()
+                };
                 (format!("xyzz, inlined add compiled for {blocks} blocks/SM (0: unbounded)"), cfg)
             }))
             .chain(std::iter::once((

@@ -19,17 +19,15 @@ pub enum BucketSum {
 }
 
 impl BucketSum {
-    /// What the H200 measurements (BENCHMARKS.md, 2026-11-30) chose for a
-    /// Pippenger over `m` full-width scalars: G2 from 2^24 on, batched affine
-    /// with 512 chains per thread on 2^15 threads (G2 2^24: 680 vs 825 ms,
-    /// 2^25: 1315 vs 1574 ms, same run); below that, and for G1 at every
-    /// size measured (2^20-2^27: at best equal), XYZZ.
-    pub fn measured_default(xyzz_bytes: usize, m: usize) -> Self {
-        if xyzz_bytes > 192 && m >= 1 << 24 {
-            BucketSum::BatchedAffine { batch: 512, threads: 1 << 15 }
-        } else {
-            BucketSum::Xyzz
-        }
+    /// What the H200 measurements chose for a Pippenger over `m` full-width
+    /// scalars (`xyzz_bytes`: the curve): XYZZ for both curves at every size.
+    /// Batched affine (512 chains per thread on 2^15 threads) led G2 from
+    /// 2^24 on while the XYZZ loop ran a warp's lanes bucket by bucket
+    /// (2026-11-30: G2 2^25 1315 vs 1574 ms); with one flat loop per
+    /// segment (2026-12-03, session 18) XYZZ leads: G2 2^25 864.4 vs
+    /// 1086.7 ms, same run. G1: XYZZ at every size measured (2^20-2^27).
+    pub fn measured_default(_xyzz_bytes: usize, _m: usize) -> Self {
+        BucketSum::Xyzz
     }
 }
 
