@@ -133,3 +133,39 @@ extern "C" __global__ void c2_fr_mul_chain_fp64(const fr_t* in, fr_t* out, uint6
     for (uint32_t k = 0; k < iters; k++) x = fp64::mul_by_table(x, y16);
     out[i] = x;
 }
+
+// Two independent product chains per thread, to see whether the FP64 pipe
+// adds throughput beside the integer one (the products of an NTT pass are
+// independent in the same way): x <- x * y and z <- z * y, z starting at y,
+// `iters` times each; out[i] = x * y^iters, out[n + i] = y^(iters + 1).
+// `pair_sppark`: both chains by sppark's integer product (the baseline: two
+// chains give the scheduler the same freedom); `pair_mixed`: z on the FP64
+// pipe.
+extern "C" __global__ void c2_fr_mul_chain_pair_sppark(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t y = in[n + i];
+    fr_t x = in[i], z = y;
+#pragma unroll 1
+    for (uint32_t k = 0; k < iters; k++) {
+        x = sppark_fr::mul(x, y);
+        z = sppark_fr::mul(z, y);
+    }
+    out[i] = x;
+    out[n + i] = z;
+}
+
+extern "C" __global__ void c2_fr_mul_chain_pair_mixed(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t y = in[n + i];
+    const fr_t y16 = fp64::times16(y);
+    fr_t x = in[i], z = y;
+#pragma unroll 1
+    for (uint32_t k = 0; k < iters; k++) {
+        x = sppark_fr::mul(x, y);
+        z = fp64::mul_by_table(z, y16);
+    }
+    out[i] = x;
+    out[n + i] = z;
+}

@@ -331,6 +331,13 @@ pub enum SelftestKernel {
     /// Throughput of [`SelftestKernel::FrMulFp64`]: per thread `x <- x * y`,
     /// `iters` times (the same values as [`SelftestKernel::MulChain`]).
     FrMulChainFp64,
+    /// Two independent Fr product chains per thread, both by sppark's
+    /// integer product: `x <- x * y` and `z <- z * y` from `z = y`, `iters`
+    /// times; writes `x` to `out[i]` and `z` to `out[n + i]`.
+    FrMulChainPairInteger,
+    /// As [`SelftestKernel::FrMulChainPairInteger`] with the `z` chain on
+    /// the FP64 pipe (`ff/fr_fp64.cuh`): both pipes busy at once.
+    FrMulChainPairMixed,
 }
 
 /// The two fields of the self-test field kernels.
@@ -390,6 +397,8 @@ impl SelftestKernel {
             Self::AddChain(G2, S) => "c2_g2_add_chain_sppark",
             Self::FrMulFp64 => "c2_fr_mul_fp64",
             Self::FrMulChainFp64 => "c2_fr_mul_chain_fp64",
+            Self::FrMulChainPairInteger => "c2_fr_mul_chain_pair_sppark",
+            Self::FrMulChainPairMixed => "c2_fr_mul_chain_pair_mixed",
         }
     }
 }

@@ -111,6 +111,23 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
         format!("Fr product chains on the FP64 pipe ({n} threads) == the backends' chains"),
         fp64_run.out == fr_runs[1].out,
     );
+    // Two chains per thread: both integer, or one per pipe. The second chain
+    // is y^(iters + 1), checked on the CPU for the first 64 threads.
+    let pair_runs = [
+        timed(|| check.fr_mul_chain_pair(&x, &y, fr_iters, false)).map_err(e)?,
+        timed(|| check.fr_mul_chain_pair(&x, &y, fr_iters, true)).map_err(e)?,
+    ];
+    let powers_ok = |out: &[Scalar]| (0..64).all(|i| out[n + i] == y[i].pow_vartime([u64::from(fr_iters) + 1]));
+    for (run, what) in pair_runs.iter().zip(["both on sppark's integer product", "the second on the FP64 pipe"]) {
+        r.check(
+            format!(
+                "Fr product chain pairs ({what}, {n} threads): first == the backends' chains, second == y^(iters+1)"
+            ),
+            run.out[..n] == fr_runs[1].out[..] && powers_ok(&run.out),
+        );
+    }
+    // Both pair kernels compute the same values.
+    r.check("Fr product chain pairs: integer pair == mixed pair".into(), pair_runs[0].out == pair_runs[1].out);
 
     let xp = fp_cases(&mut rng, n);
     let yp: Vec<FpLimbs> = (0..n).map(|_| field_check::random_fp(&mut rng)).collect();
@@ -169,6 +186,16 @@ pub fn run(gpu: Arc<Gpu>, r: &mut Report, skip_bench: bool) -> Result<(), String
         fr_runs[1].ms / fp64_run.ms
     ));
     println!("{}", r.bench.last().unwrap());
+    for (run, what) in pair_runs.iter().zip(["Fr 2 chains, integer+int", "Fr 2 chains, integer+FP64"]) {
+        r.bench.push(format!(
+            "{:<26} | {:>11.2} ms {:>10.2} | vs one sppark chain {:.2}x",
+            what,
+            run.ms,
+            2.0 * fr_ops / run.ms / 1e6,
+            2.0 * fr_runs[1].ms / run.ms
+        ));
+        println!("{}", r.bench.last().unwrap());
+    }
     Ok(())
 }
 

@@ -475,7 +475,9 @@ where
         let variants: Vec<(String, GpuMsmConfig)> = sweep
             .iter()
             .filter(|_| mix == Mix::Random)
-            .map(|&c| (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), stage_timing: true, ..Default::default() }))
+            .map(|&c| {
+                (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), stage_timing: true, ..Default::default() })
+            })
             .chain(std::iter::once((
                 "called (not inlined) bucket add".to_string(),
                 GpuMsmConfig { inline_bucket_add: false, ..Default::default() },

@@ -163,6 +163,28 @@ impl GpuFieldCheck {
         self.chain(SelftestKernel::FrMulChainFp64, x, y, iters)
     }
 
+    /// Two independent product chains per thread: `x[i] * y[i]^iters` (out
+    /// `[..n]`) and `y[i]^(iters + 1)` (out `[n..]`); `mixed` runs the second
+    /// on the FP64 pipe, else both run on sppark's integer product.
+    pub fn fr_mul_chain_pair(
+        &self,
+        x: &[Scalar],
+        y: &[Scalar],
+        iters: u32,
+        mixed: bool,
+    ) -> Result<Timed<Scalar>, GpuError> {
+        let n = same_len(x, y)?;
+        let kernel = if mixed { SelftestKernel::FrMulChainPairMixed } else { SelftestKernel::FrMulChainPairInteger };
+        let k = self.gpu.selftest_kernel(kernel)?;
+        let xy: Vec<Scalar> = x.iter().chain(y).copied().collect();
+        let din = self.upload(&xy)?;
+        let out = self.gpu.alloc::<Scalar>(2 * n)?;
+        // c2_fr_mul_chain_pair_*(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters)
+        let args = (din.device_ptr(), out.device_ptr(), n as u64, iters);
+        // SAFETY: the kernel reads 2n elements and writes 2n.
+        unsafe { self.run(&k, Launch::new(n.div_ceil(128) as u32, 128), args, &out, 2 * n) }
+    }
+
     /// Throughput of products: thread i computes `x[i] * y[i]^iters` as a
     /// chain of `iters` dependent products (`x`, `y` of one length, Fr
     /// scalars or Fp limbs).
