@@ -214,7 +214,7 @@ where
     let n = 20_000;
     let s = scalars(n, Mix::Random, 13);
     let want = C::cpu(&all[..n], &s, None);
-    for c in [2u32, 3, 5, 8, 11, 13, 15, 16] {
+    for c in [2u32, 3, 5, 8, 11, 13, 15, 16, 18, 20, 22] {
         let cfg = GpuMsmConfig { window_bits: Some(c), ..base.clone() };
         let mc = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
         let got = C::gpu(&mc, &all[..n], &s, None)?;
