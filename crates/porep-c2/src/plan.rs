@@ -350,9 +350,8 @@ impl MsmTier {
         (g1, g2)
     }
 
-    /// The per-pass budget for one window of any run, in both groups (G2
-    /// from 2^24 full-width scalars on takes ~1 KB per batched-affine
-    /// segment).
+    /// The per-pass budget for one window of any run, in both groups (with
+    /// each group's default bucket sums, `BucketSum::measured_default`).
     fn min_pass(&self, shape: &PartitionShape) -> usize {
         let (g1, g2) = self.runs(shape);
         min_pass_budget(g1, G1_XYZZ, MSM_THREADS).max(min_pass_budget(g2, G2_XYZZ, MSM_THREADS))
