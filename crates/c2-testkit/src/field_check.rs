@@ -173,16 +173,8 @@ impl GpuFieldCheck {
         iters: u32,
         mixed: bool,
     ) -> Result<Timed<Scalar>, GpuError> {
-        let n = same_len(x, y)?;
         let kernel = if mixed { SelftestKernel::FrMulChainPairMixed } else { SelftestKernel::FrMulChainPairInteger };
-        let k = self.gpu.selftest_kernel(kernel)?;
-        let xy: Vec<Scalar> = x.iter().chain(y).copied().collect();
-        let din = self.upload(&xy)?;
-        let out = self.gpu.alloc::<Scalar>(2 * n)?;
-        // c2_fr_mul_chain_pair_*(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters)
-        let args = (din.device_ptr(), out.device_ptr(), n as u64, iters);
-        // SAFETY: the kernel reads 2n elements and writes 2n.
-        unsafe { self.run(&k, Launch::new(n.div_ceil(128) as u32, 128), args, &out, 2 * n) }
+        self.chain_outputs(kernel, x, y, iters, 2)
     }
 
     /// Throughput of products: thread i computes `x[i] * y[i]^iters` as a
@@ -206,15 +198,27 @@ impl GpuFieldCheck {
         y: &[T],
         iters: u32,
     ) -> Result<Timed<T>, GpuError> {
+        self.chain_outputs(kernel, x, y, iters, 1)
+    }
+
+    /// A chain kernel that writes `chains` results per thread (`chains * n`).
+    fn chain_outputs<T: DeviceCopy + Default>(
+        &self,
+        kernel: SelftestKernel,
+        x: &[T],
+        y: &[T],
+        iters: u32,
+        chains: usize,
+    ) -> Result<Timed<T>, GpuError> {
         let n = same_len(x, y)?;
         let k = self.gpu.selftest_kernel(kernel)?;
         let xy: Vec<T> = x.iter().chain(y).copied().collect();
         let din = self.upload(&xy)?;
-        let out = self.gpu.alloc::<T>(n)?;
-        // c2_fX_mul_chain_*(const F* in, F* out, uint64_t n, uint32_t iters)
+        let out = self.gpu.alloc::<T>(chains * n)?;
+        // c2_fX_mul_chain*(const F* in, F* out, uint64_t n, uint32_t iters)
         let args = (din.device_ptr(), out.device_ptr(), n as u64, iters);
-        // SAFETY: the kernel reads 2n elements and writes n.
-        unsafe { self.run(&k, Launch::new(n.div_ceil(128) as u32, 128), args, &out, n) }
+        // SAFETY: the kernel reads 2n elements and writes chains * n.
+        unsafe { self.run(&k, Launch::new(n.div_ceil(128) as u32, 128), args, &out, chains * n) }
     }
 
     /// Throughput of the MSM's bucket step in G1: thread i computes
