@@ -123,6 +123,28 @@ extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* ot
     msm::scatter(others, others_base, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, cursor, entries);
 }
 
+// The two-level sort (msm/sort.cuh): 1024 threads per block.
+extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_count(const fr_t* others, uint64_t m, uint64_t c,
+                                                                     uint64_t w0, uint64_t wn, uint64_t fine_bits,
+                                                                     uint64_t jobs, uint32_t* table) {
+    msm::coarse_count(others, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, (uint32_t)fine_bits, (uint32_t)jobs,
+                      table);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_place(
+    const fr_t* others, const uint32_t* others_base, uint64_t m, uint64_t c, uint64_t w0, uint64_t wn,
+    uint64_t fine_bits, uint64_t jobs, const uint32_t* table, uint32_t* tmp_entry, uint8_t* tmp_fine) {
+    msm::coarse_place(others, others_base, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, (uint32_t)fine_bits,
+                      (uint32_t)jobs, table, tmp_entry, tmp_fine);
+}
+
+extern "C" __global__ void __launch_bounds__(1024) c2_msm_fine_sort(const uint32_t* tmp_entry,
+                                                                  const uint8_t* tmp_fine, const uint32_t* table,
+                                                                  uint64_t jobs, uint64_t bins, uint64_t fine_bits,
+                                                                  uint32_t* entries, uint32_t* off) {
+    msm::fine_sort(tmp_entry, tmp_fine, table, (uint32_t)jobs, (uint32_t)bins, (uint32_t)fine_bits, entries, off);
+}
+
 // The curve-dependent steps, once per group (every parameter 64 bits wide,
 // so the host passes one u64 array).
 #define C2_MSM_CURVE(G, O)                                                                           \

@@ -141,18 +141,26 @@ extern "C" __global__ void c2_fr_mul_chain_fp64(const fr_t* in, fr_t* out, uint6
 // `pair_sppark`: both chains by sppark's integer product (the baseline: two
 // chains give the scheduler the same freedom); `pair_mixed`: z on the FP64
 // pipe.
-extern "C" __global__ void c2_fr_mul_chain_pair_sppark(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) {
-    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const fr_t y = in[n + i];
+// Both chains of a pair kernel; `second(z)` is z * y by the second chain's
+// product.
+template <class Second>
+__device__ __forceinline__ void mul_chain_pair(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters, size_t i,
+                                               const fr_t& y, Second second) {
     fr_t x = in[i], z = y;
 #pragma unroll 1
     for (uint32_t k = 0; k < iters; k++) {
         x = sppark_fr::mul(x, y);
-        z = sppark_fr::mul(z, y);
+        z = second(z);
     }
     out[i] = x;
     out[n + i] = z;
+}
+
+extern "C" __global__ void c2_fr_mul_chain_pair_sppark(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) {
+    const size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const fr_t y = in[n + i];
+    mul_chain_pair(in, out, n, iters, i, y, [&](const fr_t& z) { return sppark_fr::mul(z, y); });
 }
 
 extern "C" __global__ void c2_fr_mul_chain_pair_mixed(const fr_t* in, fr_t* out, uint64_t n, uint32_t iters) {
@@ -160,12 +168,5 @@ extern "C" __global__ void c2_fr_mul_chain_pair_mixed(const fr_t* in, fr_t* out,
     if (i >= n) return;
     const fr_t y = in[n + i];
     const fr_t y16 = fp64::times16(y);
-    fr_t x = in[i], z = y;
-#pragma unroll 1
-    for (uint32_t k = 0; k < iters; k++) {
-        x = sppark_fr::mul(x, y);
-        z = fp64::mul_by_table(z, y16);
-    }
-    out[i] = x;
-    out[n + i] = z;
+    mul_chain_pair(in, out, n, iters, i, y, [&](const fr_t& z) { return fp64::mul_by_table(z, y16); });
 }

@@ -48,16 +48,6 @@ __device__ __forceinline__ Step classify(const ec::affine<O>& p, const ec::affin
     return Step::Cancel;
 }
 
-// The bucket holding position p: the last b with off[b] <= p.
-__device__ __forceinline__ uint32_t bucket_of(const uint32_t* off, uint32_t nbk, uint64_t p) {
-    uint32_t lo = 0, hi = nbk;
-    while (hi - lo > 1) {
-        const uint32_t mid = (lo + hi) / 2;
-        if (off[mid] <= p) lo = mid; else hi = mid;
-    }
-    return lo;
-}
-
 /// Step 5, batched affine. Launch at least ceil(nseg / batch) threads;
 /// `acc`, `prefix` and `cur` hold one slot per segment.
 template <class O>

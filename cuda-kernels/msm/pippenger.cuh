@@ -10,7 +10,8 @@
 //               (bucket |d| - 1, the sign negates the base): count per bucket.
 // 3. scan       exclusive prefix sum: bucket b's entries start at off[b].
 // 4. scatter    each (scalar, window) writes its base index (top bit: sign)
-//               at its bucket's cursor: a counting sort by bucket.
+//               at its bucket's cursor: a counting sort by bucket
+//               (msm/sort.cuh: with global or with per-block counters).
 // 5. accumulate the sorted entries are cut into equal segments, one thread
 //               each, so skewed buckets cannot stall a thread; a bucket that
 //               lies inside one segment is written directly, one that crosses
@@ -27,11 +28,9 @@
 #pragma once
 #include "ec/xyzz.cuh"
 #include "ff/fr.cuh"
+#include "msm/sort.cuh"
 
 namespace msm {
-
-/// Top bit of a sorted entry: subtract the base instead of adding it.
-constexpr uint32_t NEG = 1u << 31;
 
 /// Counters the split step fills: [0] others, [1] ones.
 enum { OTHERS = 0, ONES = 1 };
@@ -93,61 +92,15 @@ __device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, const uin
     }
 }
 
-/// Bits [lo, lo + c) of a canonical scalar (c <= 24, lo < 256: two limbs).
-__device__ __forceinline__ uint32_t window_bits(const fr_t& s, uint32_t lo, uint32_t c) {
-    const uint32_t li = lo >> 5, sh = lo & 31;
-    uint64_t w = s.val[li];
-    if (li < 7) w |= (uint64_t)s.val[li + 1] << 32;
-    return (uint32_t)(w >> sh) & ((1u << c) - 1);
-}
-
-/// Signed-digit recoding, one window at a time from the bottom: calls
-/// `f(w, d)` for windows w0 <= w < w_end. Windows below `top` fold digits
-/// above 2^(c-1) into a carry; window `top` = floor(255 / c) holds fewer than
-/// c bits of a scalar below 2^255 plus the carry, so its digit stays <= 2^(c-1).
-template <class F>
-__device__ __forceinline__ void for_each_digit(const fr_t& s, uint32_t c, uint32_t w0, uint32_t w_end,
-                                               F f) {
-    const uint32_t top = 255 / c, half = 1u << (c - 1);
-    uint32_t carry = 0;
-    for (uint32_t w = 0; w < w_end; w++) {
-        uint32_t v = window_bits(s, w * c, c) + carry;
-        int32_t d = (int32_t)v;
-        carry = 0;
-        if (v > half && w < top) {
-            d = (int32_t)v - (int32_t)(1u << c);
-            carry = 1;
-        }
-        if (w >= w0) f(w, d);
+// The bucket holding sorted position p: the last b with off[b] <= p
+// (off: nbk + 1 bucket offsets, non-decreasing).
+__device__ __forceinline__ uint32_t bucket_of(const uint32_t* off, uint32_t nbk, uint64_t p) {
+    uint32_t lo = 0, hi = nbk;
+    while (hi - lo > 1) {
+        const uint32_t mid = (lo + hi) / 2;
+        if (off[mid] <= p) lo = mid; else hi = mid;
     }
-}
-
-/// Step 2: counts[(w - w0) * buckets + |d| - 1] += 1 for every nonzero digit.
-__device__ __forceinline__ void histogram(const fr_t* others, uint64_t m, uint32_t c, uint32_t w0,
-                                          uint32_t wn, uint32_t* counts) {
-    const uint32_t buckets = 1u << (c - 1);
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
-         i += (uint64_t)gridDim.x * blockDim.x) {
-        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-            if (d != 0) atomicAdd(&counts[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
-        });
-    }
-}
-
-/// Step 4: entries[cursor[bucket]++] = base index | sign.
-__device__ __forceinline__ void scatter(const fr_t* others, const uint32_t* others_base, uint64_t m,
-                                        uint32_t c, uint32_t w0, uint32_t wn, uint32_t* cursor,
-                                        uint32_t* entries) {
-    const uint32_t buckets = 1u << (c - 1);
-    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
-         i += (uint64_t)gridDim.x * blockDim.x) {
-        const uint32_t base = others_base[i];
-        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-            if (d == 0) return;
-            const uint32_t pos = atomicAdd(&cursor[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
-            entries[pos] = base | (d < 0 ? NEG : 0u);
-        });
-    }
+    return lo;
 }
 
 /// Step 5: segment s = entries [s * seg, min((s + 1) * seg, total)).
@@ -168,13 +121,7 @@ __device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uin
     for (uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; s < nseg;
          s += (uint64_t)gridDim.x * blockDim.x) {
         const uint64_t p0 = s * seg, p1 = min(p0 + seg, total);
-        // The bucket holding p0: the last b with off[b] <= p0 (then off[b+1] > p0).
-        uint32_t lo = 0, hi = nbk;
-        while (hi - lo > 1) {
-            const uint32_t mid = (lo + hi) / 2;
-            if (off[mid] <= p0) lo = mid; else hi = mid;
-        }
-        uint32_t b = lo;
+        uint32_t b = bucket_of(off, nbk, p0);
         uint64_t end = off[b + 1];  // where bucket b's entries stop
         // Only the segment's first bucket can start before it.
         bool starts_before = off[b] < p0;

@@ -44,6 +44,10 @@ fn device_info(ordinal: usize) -> Result<DeviceInfo, GpuError> {
             d.get_attribute(DeviceAttribute::ComputeCapabilityMajor).map_err(rc("cuDeviceGetAttribute"))?,
             d.get_attribute(DeviceAttribute::ComputeCapabilityMinor).map_err(rc("cuDeviceGetAttribute"))?,
         ),
+        max_shared_per_block_optin: d
+            .get_attribute(DeviceAttribute::MaxSharedMemoryPerBlockOptin)
+            .map_err(rc("cuDeviceGetAttribute"))?
+            .max(0) as usize,
     })
 }
 

@@ -177,6 +177,12 @@ pub enum KernelId {
     MsmHistogram,
     /// MSM: counting-sort scatter by bucket.
     MsmScatter,
+    /// MSM: two-level sort, per-block counts of the coarse bins.
+    MsmCoarseCount,
+    /// MSM: two-level sort, entries placed by coarse bin.
+    MsmCoarsePlace,
+    /// MSM: two-level sort, each coarse bin sorted by its fine buckets.
+    MsmFineSort,
     /// A per-group MSM step.
     Curve(CurveId, CurveStep),
 }
@@ -218,7 +224,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 38] = {
+    pub const ALL: [KernelId; 41] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -240,6 +246,9 @@ impl KernelId {
             Self::MsmSplit,
             Self::MsmHistogram,
             Self::MsmScatter,
+            Self::MsmCoarseCount,
+            Self::MsmCoarsePlace,
+            Self::MsmFineSort,
             Self::Curve(G1, S::Accumulate),
             Self::Curve(G1, S::AccumulateInline),
             Self::Curve(G1, S::AccumulateInline3),
@@ -286,6 +295,9 @@ impl KernelId {
             Self::MsmSplit => "c2_msm_split",
             Self::MsmHistogram => "c2_msm_histogram",
             Self::MsmScatter => "c2_msm_scatter",
+            Self::MsmCoarseCount => "c2_msm_coarse_count",
+            Self::MsmCoarsePlace => "c2_msm_coarse_place",
+            Self::MsmFineSort => "c2_msm_fine_sort",
             Self::Curve(G1, S::Accumulate) => "c2_g1_msm_accumulate",
             Self::Curve(G1, S::AccumulateInline) => "c2_g1_msm_accumulate_inl",
             Self::Curve(G1, S::AccumulateInline3) => "c2_g1_msm_accumulate_inl3",

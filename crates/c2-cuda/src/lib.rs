@@ -123,6 +123,10 @@ pub struct DeviceInfo {
     pub total_memory: usize,
     /// Compute capability (major, minor).
     pub compute_capability: (i32, i32),
+    /// Shared memory one block may use when it opts in, bytes (227 KB on
+    /// sm_90, 99 KB on sm_86 / sm_89): the most a kernel may be allowed with
+    /// `Kernel::set_max_dynamic_shared` (feature `cuda`).
+    pub max_shared_per_block_optin: usize,
 }
 
 /// Lists the CUDA devices of this host.

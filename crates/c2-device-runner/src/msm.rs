@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use c2_cuda::{DeviceBuffer, Gpu, PinnedRange, PinnedShared};
-use c2_msm::gpu::{BucketSum, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, ScratchShape, G1, G2};
+use c2_msm::gpu::{BucketSum, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, ScratchShape, Sort, G1, G2};
 use c2_msm::{CpuMsm, Density, Msm};
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
@@ -220,14 +220,15 @@ where
         let got = C::gpu(&mc, &all[..n], &s, None)?;
         r.check(format!("msm {}{tag} n={n} window c={c}", C::PREFIX), got == want);
     }
-    // A budget of 1.5 windows' scratch (12-bit windows, 2^12 target
-    // threads; the shape of this suite's bucket sum): one window per pass.
+    // A budget of 1.1 windows' scratch (12-bit windows, 2^12 target
+    // threads; the shape of this suite's bucket sum): one window per pass
+    // (a second window adds its entries and buckets, > 10 %).
     let (xyzz, threads) = (std::mem::size_of::<C::Xyzz>(), 1 << 12);
     let sum = base.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, n));
-    let window = ScratchShape::for_bucket_sum(sum, xyzz, threads).window_bytes(n, 12);
+    let window = ScratchShape::for_bucket_sum(sum, xyzz, threads).with_sort(base.sort).window_bytes(n, 12);
     let cfg = GpuMsmConfig {
         window_bits: Some(12),
-        memory_budget: Some(window * 3 / 2),
+        memory_budget: Some(window * 11 / 10),
         target_threads: threads,
         ..base.clone()
     };
@@ -237,7 +238,7 @@ where
         format!(
             "msm {}{tag} n={n} multi-pass ({:.1} MB budget: one window per pass)",
             C::PREFIX,
-            window as f64 * 1.5e-6
+            window as f64 * 1.1e-6
         ),
         got == want,
     );
@@ -276,7 +277,7 @@ where
     r.check(format!("msm {}{tag} n={n} page-locked bases streamed + mask + first base 7", C::PREFIX), got == want_m);
     drop(pinned);
     // Runs whose buckets add into one set of totals, with passes of one
-    // window each (1.5 windows' budget), and chunks with no full-width
+    // window each (1.1 windows' budget), and chunks with no full-width
     // scalars (all zero / all one) before and between the others.
     let mut sz = s.clone();
     for (i, x) in sz.iter_mut().enumerate() {
@@ -291,7 +292,7 @@ where
     let cfg = GpuMsmConfig {
         stream_chunk: 4099,
         window_bits: Some(12),
-        memory_budget: Some(window * 3 / 2),
+        memory_budget: Some(window * 11 / 10),
         target_threads: threads,
         ..base.clone()
     };
@@ -359,8 +360,16 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }),
         ..Default::default()
     };
-    for (tag, base) in [("", &xyzz), (" inl2", &xyzz_wide), (" inl3", &xyzz3), (" inl4", &xyzz4), (" affine", &affine)]
-    {
+    // The two-level sort (the default sorts by global counters).
+    let two_level = GpuMsmConfig { sort: Sort::TwoLevel, ..xyzz.clone() };
+    for (tag, base) in [
+        ("", &xyzz),
+        (" inl2", &xyzz_wide),
+        (" inl3", &xyzz3),
+        (" inl4", &xyzz4),
+        (" affine", &affine),
+        (" two-level-sort", &two_level),
+    ] {
         curve_suite::<G1>(&gpu, r, quick, seed, base, tag)?;
         println!("msm G1{tag} checks: {:.1?}", t.elapsed());
         curve_suite::<G2>(&gpu, r, quick, seed ^ 1, base, tag)?;
@@ -478,6 +487,10 @@ where
             .map(|&c| {
                 (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), stage_timing: true, ..Default::default() })
             })
+            .chain(std::iter::once((
+                "two-level sort".to_string(),
+                GpuMsmConfig { sort: Sort::TwoLevel, stage_timing: true, ..Default::default() },
+            )))
             .chain(std::iter::once((
                 "called (not inlined) bucket add".to_string(),
                 GpuMsmConfig { inline_bucket_add: false, ..Default::default() },

@@ -31,6 +31,27 @@ impl BucketSum {
     }
 }
 
+/// How a window pass sorts its (bucket, base) entries by bucket (steps 2-4,
+/// `cuda-kernels/msm/sort.cuh`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sort {
+    /// One global atomic counter per (window, bucket), hit once per entry in
+    /// the histogram and once in the scatter: any window width. The H200
+    /// ran its 4.3 G atomics at G1 2^27 in 120.6 ms (~36 G/s); the fastest
+    /// sort measured (session 19), so the default.
+    #[default]
+    GlobalCounters,
+    /// A counting sort by coarse bin (window, bucket >> 8), then one by the
+    /// bucket's low 8 bits inside each bin, both with counters in shared
+    /// memory and positions from scanned per-block counts: no global
+    /// atomics, 5 more bytes of scratch per entry
+    /// ([`crate::plan::SORT_TMP_BYTES`]). Windows of at most
+    /// [`crate::plan::TWO_LEVEL_MAX_BUCKETS`] buckets (c <= 16) on devices
+    /// that let a block opt in to 144 KB of shared memory (sm_80, sm_90);
+    /// elsewhere the global counters sort.
+    TwoLevel,
+}
+
 /// What the H200 measured (BENCHMARKS.md, 2026-12-02, session 17) for the
 /// inlined XYZZ accumulation of a curve whose XYZZ points take `xyzz_bytes`:
 /// G1 (192 bytes) held to 4 blocks per SM, its accumulation 3-4 % faster at
@@ -87,6 +108,8 @@ pub struct GpuMsmConfig {
     /// (`c2_*_msm_accumulate_inl3` / `_inl4`; other values mean 0);
     /// `None` = the measured choice per curve ([`measured_accumulate_blocks`]).
     pub accumulate_blocks: Option<u32>,
+    /// How window passes sort their entries by bucket.
+    pub sort: Sort,
     /// Bucket accumulation; `None` = the measured choice for the curve and
     /// the number of full-width scalars ([`BucketSum::measured_default`]).
     pub bucket_sum: Option<BucketSum>,
@@ -112,6 +135,7 @@ impl Default for GpuMsmConfig {
             // ~50 s more nvcc time per architecture.
             inline_bucket_add: true,
             accumulate_blocks: None,
+            sort: Sort::default(),
             bucket_sum: None,
         }
     }

@@ -23,7 +23,7 @@ pub mod plan;
 
 /// The mask type of every query (shared with synthesis through `c2-core`).
 pub use c2_core::Density;
-pub use config::{measured_accumulate_blocks, BucketSum, GpuMsmConfig};
+pub use config::{measured_accumulate_blocks, BucketSum, GpuMsmConfig, Sort};
 pub use cpu::{naive_msm, CpuMsm};
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};

@@ -58,12 +58,15 @@ pub struct ScratchShape {
     /// Extra bytes per segment (batched affine: accumulator, prefix product
     /// and bucket word of a chain).
     pub segment_state_bytes: usize,
+    /// The pass sorts in two levels ([`crate::Sort::TwoLevel`]): its
+    /// temporary entries and count table take scratch too.
+    pub two_level_sort: bool,
 }
 
 impl ScratchShape {
     /// XYZZ bucket sums: one segment per thread, no chain state.
     pub fn xyzz(xyzz_bytes: usize, threads: usize) -> Self {
-        Self { xyzz_bytes, threads, segments_per_thread: 1, segment_state_bytes: 0 }
+        Self { xyzz_bytes, threads, segments_per_thread: 1, segment_state_bytes: 0, two_level_sort: false }
     }
 
     /// The shape of `sum` for a curve whose XYZZ points take `xyzz_bytes`
@@ -77,13 +80,19 @@ impl ScratchShape {
                 threads: affine_threads.max(1),
                 segments_per_thread: batch.max(1) as usize,
                 segment_state_bytes: xyzz_bytes / 2 + xyzz_bytes / 4 + 4,
+                two_level_sort: false,
             },
         }
     }
 
-    /// Device scratch bytes of one window of an MSM over `m` full-width
-    /// scalars with `c`-bit windows (what [`plan_windows`] divides the
-    /// budget by).
+    /// The same shape sorting by `sort`.
+    pub fn with_sort(self, sort: crate::Sort) -> Self {
+        Self { two_level_sort: sort == crate::Sort::TwoLevel, ..self }
+    }
+
+    /// Device scratch bytes of a pass of one window of an MSM over `m`
+    /// full-width scalars with `c`-bit windows: the least budget
+    /// [`plan_windows`] plans with; `k` windows fit in `k` times this.
     pub fn window_bytes(&self, m: usize, c: u32) -> usize {
         pass_bytes(m, 1 << (c.clamp(1, 31) - 1), 1, self)
     }
@@ -117,7 +126,14 @@ pub fn plan_windows(
     let per_window = shape.window_bytes(m, c);
     // Offsets are u32: entries of one pass must stay below 2^32.
     let by_offsets = ((u32::MAX as usize) / m.max(1)).max(1);
-    let per_pass = (budget / per_window.max(1)).min(windows as usize).min(by_offsets);
+    // The most windows whose pass fits (a pass's sort table and thread
+    // scratch are shared by its windows, so this may exceed budget / one
+    // window's bytes).
+    let buckets = 1usize << (c - 1);
+    let per_pass = (1..=(windows as usize).min(by_offsets))
+        .rev()
+        .find(|&wn| pass_bytes(m, buckets, wn, shape) <= budget)
+        .unwrap_or(0);
     if per_pass == 0 {
         return Err(MsmError::Backend {
             backend: "cuda",
@@ -129,17 +145,64 @@ pub fn plan_windows(
     Ok(WindowPlan { c, windows, per_pass: per_pass as u32 })
 }
 
-/// Device scratch of one pass over `wn` windows (entries, counts, buckets,
-/// segment partials, reduction outputs) per window, with `wn` windows.
+/// Device scratch of one pass over `wn` windows (entries, counts, the
+/// two-level sort's temporary entries and count table, buckets, segment
+/// partials, reduction outputs).
 pub(crate) fn pass_bytes(m: usize, buckets: usize, wn: usize, shape: &ScratchShape) -> usize {
     let entries = m * wn;
     let segments = shape.segments(entries) + 1;
     let xyzz = shape.xyzz_bytes;
+    let sort = if shape.two_level_sort && buckets <= TWO_LEVEL_MAX_BUCKETS {
+        let words = sort_table_words(m, buckets, wn, shape.threads);
+        // The temporary entries, the table and its scan's block sums (one
+        // word per 4096).
+        entries * SORT_TMP_BYTES + 4 * (words + words / 1024 + 1)
+    } else {
+        0
+    };
     entries * 4
         + (wn * buckets + 1) * 12
+        + sort
         + wn * buckets * xyzz
         + segments * (2 * xyzz + shape.segment_state_bytes)
         + shape.threads * xyzz
+}
+
+/// Buckets per window the two-level sort ([`crate::Sort::TwoLevel`]) takes:
+/// 2^15 (c <= 16), so a pass of 16 windows has at most 2048 coarse bins of
+/// 2^8 buckets, one block's counters in 8 KB of shared memory.
+pub const TWO_LEVEL_MAX_BUCKETS: usize = 1 << 15;
+
+/// Coarse bins of one pass the two-level sort's first level counts in a
+/// block's shared memory (`COARSE_MAX` in `cuda-kernels/msm/sort.cuh`): 16
+/// windows x 2^7 at c = 16; every plan of <= 2^15 buckets stays within it.
+pub const SORT_COARSE_MAX: usize = 2048;
+
+/// Bytes per entry of the two-level sort's temporary copy: the base word
+/// and the one-byte fine index.
+pub const SORT_TMP_BYTES: usize = 5;
+
+/// Low bits of a bucket index the two-level sort's second level sorts by
+/// (the rest, with the window, make the coarse bin).
+pub fn sort_fine_bits(buckets: usize) -> u32 {
+    buckets.max(1).trailing_zeros().min(8)
+}
+
+/// Fewest scalars per job of the two-level sort's first level.
+const SORT_MIN_CHUNK: usize = 1 << 12;
+
+/// Jobs (chunks of the scalars) of the two-level sort's first level: about
+/// `threads / 256` (512 for the H200's 2^17 target threads, ~4 per SM), at
+/// least 2^12 scalars each. The table holds a count per (coarse bin, job).
+pub fn sort_jobs(m: usize, threads: usize) -> usize {
+    (threads / 256).clamp(1, m.div_ceil(SORT_MIN_CHUNK).max(1))
+}
+
+/// Words of the two-level sort's count table for a pass: one per (coarse
+/// bin, job), plus the total.
+pub fn sort_table_words(m: usize, buckets: usize, wn: usize, threads: usize) -> usize {
+    let coarse = wn * (buckets >> sort_fine_bits(buckets));
+    coarse * sort_jobs(m, threads) + 1
 }
 
 /// Device bytes of one run over `run` bases besides the per-pass scratch
@@ -225,14 +288,53 @@ mod tests {
             ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads),
         ] {
             let per = pass_bytes(m, 1 << 15, 1, &shape);
-            let p = plan_windows(m, Some(16), 3 * per, &shape).unwrap();
+            let three = pass_bytes(m, 1 << 15, 3, &shape);
+            assert!(three <= 3 * per && three < pass_bytes(m, 1 << 15, 4, &shape), "{shape:?}");
+            let p = plan_windows(m, Some(16), three, &shape).unwrap();
             assert_eq!(p.per_pass, 3, "{shape:?}");
+            assert_eq!(plan_windows(m, Some(16), three - 1, &shape).unwrap().per_pass, 2, "{shape:?}");
             let e = plan_windows(m, Some(16), per - 1, &shape).unwrap_err();
             assert!(e.to_string().contains("budget"), "{e}");
         }
         // Chain state counts: the batched-affine pass needs more scratch.
         let affine = ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads);
         assert!(pass_bytes(m, 1 << 15, 1, &affine) > pass_bytes(m, 1 << 15, 1, &ScratchShape::xyzz(192, threads)));
+    }
+
+    /// The two-level sort: ~threads / 256 first-level jobs of >= 2^12
+    /// scalars, <= 2048 coarse bins per pass, its scratch counted only
+    /// where it applies (at most 2^15 buckets).
+    #[test]
+    fn two_level_sort_is_bounded_and_counted() {
+        let threads = 1 << 17;
+        assert_eq!(sort_jobs(1 << 27, threads), 512);
+        assert_eq!(sort_jobs(1 << 14, threads), 4);
+        assert_eq!(sort_jobs(1, threads), 1);
+        assert_eq!(sort_jobs(1 << 27, 64), 1);
+        assert_eq!((sort_fine_bits(1 << 15), sort_fine_bits(1 << 4), sort_fine_bits(1)), (8, 4, 0));
+        // Every width the sort takes fits the kernels' coarse counters.
+        for c in 1..=16u32 {
+            let b = 1usize << (c - 1);
+            assert!((255 / c + 1) as usize * (b >> sort_fine_bits(b)) <= SORT_COARSE_MAX, "c = {c}");
+        }
+        // 2^27 G1, 16 windows: 16 x 128 coarse bins x 512 jobs.
+        assert_eq!(sort_table_words(1 << 27, 1 << 15, 16, threads), (1 << 20) + 1);
+        // Doubling the buckets adds their counts and points (12 + 192 bytes
+        // each per window) and, up to 2^15, a larger table; at 2^16 (global
+        // counters) the temporary entries and the table are gone.
+        let shape = ScratchShape::xyzz(192, threads).with_sort(crate::Sort::TwoLevel);
+        let (m, wn) = (1usize << 20, 2);
+        let pass = |b| pass_bytes(m, b, wn, &shape);
+        let table = |b| {
+            let w = sort_table_words(m, b, wn, threads);
+            4 * (w + w / 1024 + 1)
+        };
+        let per_bucket = wn * (12 + 192);
+        assert_eq!(pass(1 << 15) - pass(1 << 14), (1 << 14) * per_bucket + table(1 << 15) - table(1 << 14));
+        assert_eq!(pass(1 << 16) + table(1 << 15) + m * wn * SORT_TMP_BYTES, pass(1 << 15) + (1 << 15) * per_bucket);
+        // Sorting by global counters, none of it.
+        let global = ScratchShape::xyzz(192, threads);
+        assert_eq!(pass(1 << 15), pass_bytes(m, 1 << 15, wn, &global) + table(1 << 15) + m * wn * SORT_TMP_BYTES);
     }
 
     /// The totals hold every window's buckets at every width the planner

@@ -36,6 +36,9 @@ pub(super) struct Kernels {
     pub(super) split: Kernel,
     pub(super) histogram: Kernel,
     pub(super) scatter: Kernel,
+    pub(super) coarse_count: Kernel,
+    pub(super) coarse_place: Kernel,
+    pub(super) fine_sort: Kernel,
     pub(super) scan_blocks: Kernel,
     pub(super) scan_add: Kernel,
 }
@@ -88,6 +91,13 @@ pub(super) struct Streams {
 /// Bytes per pinned staging slot of streamed bases (two slots per instance).
 pub(super) const STAGING_BYTES: usize = 64 << 20;
 
+/// Threads per block of the two-level sort (`c2_msm_coarse_*`, `c2_msm_fine_sort`).
+pub(super) const SORT_THREADS: u32 = 1024;
+/// Dynamic shared memory of `c2_msm_coarse_place` (`PLACE_SHARED_BYTES` in
+/// `cuda-kernels/msm/sort.cuh`): four words per coarse bin (2048) and a
+/// tile of 16384 staged entries of 7 bytes.
+pub(super) const PLACE_SHARED_BYTES: u32 = 4 * 4 * 2048 + 7 * 16384;
+
 /// A grid that covers `n` items with `block` threads, capped (kernels loop).
 pub(super) fn grid(n: usize, block: u32) -> u32 {
     n.div_ceil(block as usize).clamp(1, 1 << 20) as u32
@@ -104,6 +114,8 @@ pub struct GpuMsm {
     pub(super) kernels: Kernels,
     pub(super) g1: CurveKernels,
     pub(super) g2: CurveKernels,
+    /// The device runs the two-level sort ([`crate::Sort::TwoLevel`]).
+    pub(super) two_level_sort: bool,
     pub(super) state: Mutex<(Streams, Scratch)>,
     pub(super) stages: Mutex<Vec<(&'static str, f32)>>,
 }
@@ -129,9 +141,19 @@ impl GpuMsm {
             split: k(KernelId::MsmSplit)?,
             histogram: k(KernelId::MsmHistogram)?,
             scatter: k(KernelId::MsmScatter)?,
+            coarse_count: k(KernelId::MsmCoarseCount)?,
+            coarse_place: k(KernelId::MsmCoarsePlace)?,
+            fine_sort: k(KernelId::MsmFineSort)?,
             scan_blocks: k(KernelId::ScanBlocks)?,
             scan_add: k(KernelId::ScanAdd)?,
         };
+        // The two-level sort's tiled placement stages a tile in 144 KB of
+        // shared memory, above the 48 KB a launch gets without opting in;
+        // devices that allow less sort by global counters.
+        let two_level_sort = gpu.info().max_shared_per_block_optin >= PLACE_SHARED_BYTES as usize;
+        if two_level_sort {
+            kernels.coarse_place.set_max_dynamic_shared(PLACE_SHARED_BYTES).map_err(gpu_err)?;
+        }
         let g1 = CurveKernels::load(&gpu, CurveId::G1).map_err(gpu_err)?;
         let g2 = CurveKernels::load(&gpu, CurveId::G2).map_err(gpu_err)?;
         let streams = Streams {
@@ -147,6 +169,7 @@ impl GpuMsm {
             kernels,
             g1,
             g2,
+            two_level_sort,
             state: Mutex::new((streams, Scratch::new())),
             stages: Mutex::new(Vec::new()),
         })

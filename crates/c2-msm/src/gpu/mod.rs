@@ -1,5 +1,6 @@
 //! The GPU MSM (feature `cuda`): Pippenger with signed-digit windows, a
-//! counting sort of (bucket, base) entries, segment-balanced bucket sums in
+//! counting sort of (bucket, base) entries (`cuda-kernels/msm/sort.cuh`: per-block
+//! counters in shared memory, or global ones), segment-balanced bucket sums in
 //! XYZZ coordinates and chunked running-sum reduction, all in
 //! `cuda-kernels/msm/pippenger.cuh`; G1 and G2 from the same templates.
 //!
@@ -29,7 +30,7 @@ mod streaming;
 #[cfg(test)]
 mod tests;
 
-pub use crate::config::{BucketSum, GpuMsmConfig};
+pub use crate::config::{BucketSum, GpuMsmConfig, Sort};
 pub use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 pub use curve::{GpuCurve, G1, G2};
 pub use inputs::{DeviceDensity, DeviceScalars};

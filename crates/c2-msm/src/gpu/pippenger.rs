@@ -12,10 +12,14 @@ use crate::MsmError;
 
 use super::curve::GpuCurve;
 use super::inputs::{DeviceDensity, DeviceScalars};
-use super::instance::{gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, SUM_GROUP};
+use super::instance::{
+    gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, PLACE_SHARED_BYTES, SORT_THREADS, SUM_GROUP,
+};
 use super::scratch::{Scratch, Slot};
-use crate::config::{measured_accumulate_blocks, BucketSum};
-use crate::plan::{plan_windows, ScratchShape, WindowPlan};
+use crate::config::{measured_accumulate_blocks, BucketSum, Sort};
+use crate::plan::{
+    plan_windows, sort_fine_bits, sort_jobs, ScratchShape, WindowPlan, SORT_COARSE_MAX, TWO_LEVEL_MAX_BUCKETS,
+};
 
 /// Kernel time per stage from CUDA events: `mark(name)` closes the stage
 /// `name` that began at the previous mark.
@@ -236,7 +240,8 @@ impl GpuMsm {
         // 3. Others: Pippenger, `per_pass` windows at a time.
         if m > 0 {
             let bucket_sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
-            let shape = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads);
+            let shape =
+                ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads).with_sort(self.config.sort);
             let plan = match sum.plan {
                 Some(first) => plan_windows(m, Some(first.c), self.budget()?, &shape)?,
                 None => {
@@ -368,6 +373,120 @@ impl GpuMsm {
         Ok(())
     }
 
+    /// Steps 2-4 for windows `w0..w0 + wn`: the bucket offsets (nbk + 1,
+    /// in `scratch.counts`) and the entries sorted by bucket (in
+    /// `scratch.entries`), as device addresses.
+    #[allow(clippy::too_many_arguments)]
+    fn sort_pass(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        others: u64,
+        others_base: u64,
+        m: usize,
+        c: u32,
+        w0: u32,
+        wn: u32,
+        clock: &mut StageClock,
+    ) -> Result<(u64, u64), MsmError> {
+        let g = (&self.memory, s);
+        let e = gpu_err;
+        let nbk = wn as usize * (1usize << (c - 1));
+        let entries = scratch.entries.get(g, m * wn as usize).map_err(e)?.device_ptr();
+        let (c64, w064, wn64) = (c as u64, w0 as u64, wn as u64);
+        let nb = 1usize << (c - 1);
+        let fine_bits = sort_fine_bits(nb);
+        let bins = nbk >> fine_bits;
+        let two_level = self.config.sort == Sort::TwoLevel && self.two_level_sort;
+        if !two_level || nb > TWO_LEVEL_MAX_BUCKETS || bins > SORT_COARSE_MAX {
+            // Global counters: histogram, scan, a cursor per bucket, scatter.
+            let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
+            counts.zero_async(0, nbk + 1, s).map_err(e)?;
+            let counts_ptr = counts.device_ptr();
+            // SAFETY: m canonical scalars; counts has nbk + 1 slots.
+            unsafe {
+                self.kernels.histogram.launch(
+                    s,
+                    Launch::new(grid(m, INT_THREADS), INT_THREADS),
+                    (others, m as u64, c64, w064, wn64, counts_ptr),
+                )
+            }
+            .map_err(e)?;
+            clock.mark("sort: count", s)?;
+            self.scan(scratch.counts.get(g, nbk + 1).map_err(e)?, nbk + 1, &mut scratch.scan_tmp, s)?;
+            let cursor = scratch.cursor.get(g, nbk).map_err(e)?;
+            let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
+            cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
+            clock.mark("sort: scan", s)?;
+            // SAFETY: every nonzero digit gets one slot below off[nbk] <= m * wn.
+            unsafe {
+                self.kernels.scatter.launch(
+                    s,
+                    Launch::new(grid(m, INT_THREADS), INT_THREADS),
+                    (others, others_base, m as u64, c64, w064, wn64, cursor.device_ptr(), entries),
+                )
+            }
+            .map_err(e)?;
+            clock.mark("sort: place", s)?;
+            return Ok((counts_ptr, entries));
+        }
+        // Two levels: coarse bins (window, bucket >> F) by per-block counts,
+        // then each bin by its fine buckets (bucket & (2^F - 1)).
+        let jobs = sort_jobs(m, self.config.target_threads);
+        let words = bins * jobs + 1;
+        let table = scratch.sort_table.get(g, words).map_err(e)?;
+        // coarse_count writes every count; the last word (the total after
+        // the scan) starts at zero.
+        table.zero_async(words - 1, 1, s).map_err(e)?;
+        let table_ptr = table.device_ptr();
+        let tmp_entry = scratch.sort_tmp_entry.get(g, m * wn as usize).map_err(e)?.device_ptr();
+        let tmp_fine = scratch.sort_tmp_fine.get(g, m * wn as usize).map_err(e)?.device_ptr();
+        // One block per SM at a time (~target_threads / 1024 of them), jobs
+        // looping: the blocks in flight bound the first level's write
+        // frontier (blocks x bins sectors) that L2 must hold.
+        let grid1 = jobs.min(self.config.target_threads / SORT_THREADS as usize).max(1) as u32;
+        let (fb, jobs64) = (fine_bits as u64, jobs as u64);
+        // SAFETY: each job writes the table words (bin, job) for its bins
+        // (bins * jobs < words); bins <= SORT_COARSE_MAX, the kernels'
+        // shared counters.
+        unsafe {
+            self.kernels.coarse_count.launch(
+                s,
+                Launch::new(grid1, SORT_THREADS),
+                (others, m as u64, c64, w064, wn64, fb, jobs64, table_ptr),
+            )
+        }
+        .map_err(e)?;
+        clock.mark("sort: count", s)?;
+        self.scan(scratch.sort_table.get(g, words).map_err(e)?, words, &mut scratch.scan_tmp, s)?;
+        clock.mark("sort: scan", s)?;
+        // SAFETY: the scanned table gives each (bin, job) a range of exactly
+        // its count below the total <= m * wn (the temporary arrays' length).
+        unsafe {
+            self.kernels.coarse_place.launch(
+                s,
+                Launch::new(grid1, SORT_THREADS).shared(PLACE_SHARED_BYTES),
+                (others, others_base, m as u64, c64, w064, wn64, fb, jobs64, table_ptr, tmp_entry, tmp_fine),
+            )
+        }
+        .map_err(e)?;
+        clock.mark("sort: place", s)?;
+        let off = scratch.counts.get(g, nbk + 1).map_err(e)?.device_ptr();
+        // SAFETY: bin g reads its range of the temporaries and writes the
+        // same range of `entries` and offsets g * 2^F .. (g + 1) * 2^F; off
+        // has nbk + 1 = bins * 2^F + 1 slots.
+        unsafe {
+            self.kernels.fine_sort.launch(
+                s,
+                Launch::new(bins as u32, SORT_THREADS),
+                (tmp_entry, tmp_fine, table_ptr, jobs64, bins as u64, fb, entries, off),
+            )
+        }
+        .map_err(e)?;
+        clock.mark("sort: fine", s)?;
+        Ok((off, entries))
+    }
+
     /// Windows `w0..w0 + wn` of the full-width scalars: counting sort by
     /// bucket, bucket sums, fix-up, and either the running sums and window
     /// points (into the target's) or the buckets added into the totals.
@@ -389,36 +508,8 @@ impl GpuMsm {
         let Others { range, others, others_base, m, plan, bucket_sum, shape, target } = *o;
         let nb = plan.buckets();
         let nbk = wn as usize * nb;
-        let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
-        counts.zero_async(0, nbk + 1, s).map_err(e)?;
-        let c = plan.c as u64;
-        // SAFETY: m canonical scalars; counts has nbk + 1 slots.
-        unsafe {
-            self.kernels.histogram.launch(
-                s,
-                Launch::new(grid(m, INT_THREADS), INT_THREADS),
-                (others, m as u64, c, w0 as u64, wn as u64, counts.device_ptr()),
-            )
-        }
-        .map_err(e)?;
-        let counts_ptr = counts.device_ptr();
-        self.scan(scratch.counts.get(g, nbk + 1).map_err(e)?, nbk + 1, &mut scratch.scan_tmp, s)?;
-        let cursor = scratch.cursor.get(g, nbk).map_err(e)?;
-        let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
-        cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
         let max_entries = m * wn as usize;
-        let entries = scratch.entries.get(g, max_entries).map_err(e)?.device_ptr();
-        // SAFETY: every nonzero digit gets one slot below off[nbk].
-        unsafe {
-            self.kernels.scatter.launch(
-                s,
-                Launch::new(grid(m, INT_THREADS), INT_THREADS),
-                (others, others_base, m as u64, c, w0 as u64, wn as u64, cursor.device_ptr(), entries),
-            )
-        }
-        .map_err(e)?;
-
-        clock.mark("sort", s)?;
+        let (counts_ptr, entries) = self.sort_pass(s, scratch, others, others_base, m, plan.c, w0, wn, clock)?;
         // Segments: enough for the target thread count (times the
         // chains per thread), >= 8 entries. XYZZ segments also span
         // >= 4 average buckets: measured on the H200, with segments

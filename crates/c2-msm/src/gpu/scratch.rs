@@ -50,6 +50,11 @@ pub(super) struct Scratch {
     pub(super) ones_base: Slot<u32>,
     pub(super) counts: Slot<u32>,
     pub(super) cursor: Slot<u32>,
+    /// The two-level sort's (coarse bin, job) counts and its temporary
+    /// entries (base word, fine index).
+    pub(super) sort_table: Slot<u32>,
+    pub(super) sort_tmp_entry: Slot<u32>,
+    pub(super) sort_tmp_fine: Slot<u8>,
     pub(super) scan_tmp: Slot<u32>,
     pub(super) entries: Slot<u32>,
     /// Bucket and partial sums (XYZZ), as raw u64 words.
@@ -108,6 +113,9 @@ impl Scratch {
             ones_base: Slot::new(),
             counts: Slot::new(),
             cursor: Slot::new(),
+            sort_table: Slot::new(),
+            sort_tmp_entry: Slot::new(),
+            sort_tmp_fine: Slot::new(),
             scan_tmp: Slot::new(),
             entries: Slot::new(),
             buckets: Slot::new(),

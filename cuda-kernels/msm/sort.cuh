@@ -1,0 +1,272 @@
+// Counting sort of (bucket, base) entries by bucket, one pass of windows at a
+// time: steps 2-4 of pippenger.cuh (histogram, scan, scatter). Two ways:
+//
+// - Global counters (any window width): one atomic on a global counter per
+//   (scalar, window) in the histogram and another in the scatter. At G1 2^27
+//   (16 windows, 2.1 G entries) this took 120.6 ms on the H200 (2026-12-03):
+//   ~36 G global atomics/s, while its 17 GB of traffic need ~4 ms; the
+//   atomics bound it.
+// - Two levels (windows of at most 2^15 buckets): a counting sort by coarse
+//   bin (window, top bits of the bucket) with per-block counters, then one
+//   block per coarse bin sorts it by the bucket's low F <= 8 bits ("fine").
+//   Both levels count in shared memory and take positions from scanned
+//   per-block counts, so no entry touches a global atomic, and each
+//   level's write frontier (the positions blocks in flight write next) is
+//   small enough for L2 to merge the 4-byte writes into whole sectors:
+//   ~132 blocks x <= 2048 coarse bins in the first level, 256 fine buckets
+//   per block in the second. A one-level sort with 2^15 counters per block
+//   (tried in session 19: 165.2 ms at G1 2^27, slower than the global
+//   counters' 120.7) has ~132 x 2^15 sectors in flight, 138 MB, more than
+//   the 50 MB L2 (the likely reason; not profiled). The cost: a second pass over the entries
+//   through a temporary copy (5 bytes per entry: base word, fine index).
+#pragma once
+#include "ff/fr.cuh"
+
+namespace msm {
+
+/// Top bit of a sorted entry: subtract the base instead of adding it.
+constexpr uint32_t NEG = 1u << 31;
+
+/// Bits [lo, lo + c) of a canonical scalar (c <= 24, lo < 256: two limbs).
+__device__ __forceinline__ uint32_t window_bits(const fr_t& s, uint32_t lo, uint32_t c) {
+    const uint32_t li = lo >> 5, sh = lo & 31;
+    uint64_t w = s.val[li];
+    if (li < 7) w |= (uint64_t)s.val[li + 1] << 32;
+    return (uint32_t)(w >> sh) & ((1u << c) - 1);
+}
+
+/// Signed-digit recoding, one window at a time from the bottom: calls
+/// `f(w, d)` for windows w0 <= w < w_end. Windows below `top` fold digits
+/// above 2^(c-1) into a carry; window `top` = floor(255 / c) holds fewer than
+/// c bits of a scalar below 2^255 plus the carry, so its digit stays <= 2^(c-1).
+template <class F>
+__device__ __forceinline__ void for_each_digit(const fr_t& s, uint32_t c, uint32_t w0, uint32_t w_end,
+                                               F f) {
+    const uint32_t top = 255 / c, half = 1u << (c - 1);
+    uint32_t carry = 0;
+    for (uint32_t w = 0; w < w_end; w++) {
+        uint32_t v = window_bits(s, w * c, c) + carry;
+        int32_t d = (int32_t)v;
+        carry = 0;
+        if (v > half && w < top) {
+            d = (int32_t)v - (int32_t)(1u << c);
+            carry = 1;
+        }
+        if (w >= w0) f(w, d);
+    }
+}
+
+/// Global counters, step 2: counts[(w - w0) * buckets + |d| - 1] += 1 for
+/// every nonzero digit.
+__device__ __forceinline__ void histogram(const fr_t* others, uint64_t m, uint32_t c, uint32_t w0,
+                                          uint32_t wn, uint32_t* counts) {
+    const uint32_t buckets = 1u << (c - 1);
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+            if (d != 0) atomicAdd(&counts[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
+        });
+    }
+}
+
+/// Global counters, step 4: entries[cursor[bucket]++] = base index | sign.
+__device__ __forceinline__ void scatter(const fr_t* others, const uint32_t* others_base, uint64_t m,
+                                        uint32_t c, uint32_t w0, uint32_t wn, uint32_t* cursor,
+                                        uint32_t* entries) {
+    const uint32_t buckets = 1u << (c - 1);
+    for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
+         i += (uint64_t)gridDim.x * blockDim.x) {
+        const uint32_t base = others_base[i];
+        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+            if (d == 0) return;
+            const uint32_t pos = atomicAdd(&cursor[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
+            entries[pos] = base | (d < 0 ? NEG : 0u);
+        });
+    }
+}
+
+/// Most coarse bins of one pass of the two-level sort: 16 windows x 2^7
+/// (c = 16, F = 8) = 2048 counters, 8 KB of shared memory.
+constexpr uint32_t COARSE_MAX = 2048;
+/// Most fine buckets per coarse bin: 2^8 (the fine index is one byte).
+constexpr uint32_t FINE_MAX = 256;
+
+/// Scalars [lo, hi) of job j of `jobs` over m scalars.
+__device__ __forceinline__ void job_range(uint64_t m, uint32_t j, uint32_t jobs, uint64_t& lo, uint64_t& hi) {
+    lo = m * j / jobs;
+    hi = m * (j + 1) / jobs;
+}
+
+/// Two-level sort, level 1 counts: coarse bin g = (w - w0) * K + (b >> F),
+/// K = 2^(c-1-F) bins per window; table[g * jobs + j] = entries of job j's
+/// scalars in bin g. Launch any grid of blocks (jobs loop).
+__device__ __forceinline__ void coarse_count(const fr_t* others, uint64_t m, uint32_t c, uint32_t w0,
+                                             uint32_t wn, uint32_t fine_bits, uint32_t jobs, uint32_t* table) {
+    __shared__ uint32_t count[COARSE_MAX];
+    const uint32_t K = (1u << (c - 1)) >> fine_bits, G = wn * K;
+    for (uint32_t j = blockIdx.x; j < jobs; j += gridDim.x) {
+        for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) count[g] = 0;
+        __syncthreads();
+        uint64_t lo, hi;
+        job_range(m, j, jobs, lo, hi);
+        for (uint64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+            for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+                if (d != 0) atomicAdd(&count[(w - w0) * K + (((uint32_t)abs(d) - 1) >> fine_bits)], 1u);
+            });
+        }
+        __syncthreads();
+        for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) table[(uint64_t)g * jobs + j] = count[g];
+        __syncthreads();
+    }
+}
+
+/// Entries one tile of the first level's placement stages in shared
+/// memory (7 bytes each: base word, fine index, bin): 112 KB.
+constexpr uint32_t TILE_ENTRIES = 16384;
+
+/// Dynamic shared memory of `coarse_place`: four counters per coarse bin
+/// and the tile's staged entries.
+constexpr uint32_t PLACE_SHARED_BYTES = 4 * 4 * COARSE_MAX + 7 * TILE_ENTRIES;
+
+/// Exclusive scan of v[0..n) in shared memory (n <= 2 * blockDim.x,
+/// blockDim.x a multiple of 32, <= 1024); `warp_sums` holds 32 words.
+/// Every thread of the block calls it.
+__device__ __forceinline__ void block_exclusive_scan(uint32_t* v, uint32_t n, uint32_t* warp_sums) {
+    const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
+    const uint32_t a = 2 * t < n ? v[2 * t] : 0, b = 2 * t + 1 < n ? v[2 * t + 1] : 0;
+    uint32_t x = a + b;
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d <<= 1) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
+        if (lane >= d) x += y;
+    }
+    if (lane == 31) warp_sums[warp] = x;
+    __syncthreads();
+    if (warp == 0) {
+        uint32_t w = lane < (blockDim.x >> 5) ? warp_sums[lane] : 0;
+#pragma unroll
+        for (uint32_t d = 1; d < 32; d <<= 1) {
+            const uint32_t y = __shfl_up_sync(0xffffffffu, w, d);
+            if (lane >= d) w += y;
+        }
+        warp_sums[lane] = w;
+    }
+    __syncthreads();
+    const uint32_t before = x - a - b + (warp ? warp_sums[warp - 1] : 0);
+    if (2 * t < n) v[2 * t] = before;
+    if (2 * t + 1 < n) v[2 * t + 1] = before + a;
+    __syncthreads();
+}
+
+/// Two-level sort, level 1 places, after the exclusive scan of `table`:
+/// each entry's base word (index | sign) and fine index (b & (2^F - 1)) at
+/// its coarse bin's next position of this job.
+///
+/// A warp writing 32 entries to 32 unrelated places costs 32 memory
+/// requests, and the H200 served ~35-45 G such requests/s (ncu, session
+/// 19: an untiled version of this kernel took 15.8 ms at G1 2^24 for its
+/// 2^29 one-entry stores while the same digits counted in 0.6 ms). So a
+/// tile of scalars is first sorted by bin in shared memory, then each bin's
+/// run goes out in consecutive lanes (~8 entries per bin and tile at 16
+/// windows of 128 bins: 4-8x fewer requests). Launch with
+/// PLACE_SHARED_BYTES of dynamic shared memory.
+__device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t* others_base, uint64_t m,
+                                             uint32_t c, uint32_t w0, uint32_t wn, uint32_t fine_bits,
+                                             uint32_t jobs, const uint32_t* table, uint32_t* tmp_entry,
+                                             uint8_t* tmp_fine) {
+    extern __shared__ uint32_t smem[];
+    uint32_t* out_pos = smem;                       // the job's next position per bin
+    uint32_t* tile_start = smem + COARSE_MAX;       // the bin's first staged slot
+    uint32_t* tile_fill = smem + 2 * COARSE_MAX;    // counts, then staging cursors
+    uint32_t* warp_sums = smem + 3 * COARSE_MAX;    // scan scratch (32 words used)
+    uint32_t* stage_entry = smem + 4 * COARSE_MAX;
+    uint16_t* stage_bin = (uint16_t*)(stage_entry + TILE_ENTRIES);
+    uint8_t* stage_fine = (uint8_t*)(stage_bin + TILE_ENTRIES);
+    const uint32_t K = (1u << (c - 1)) >> fine_bits, G = wn * K, fine_mask = (1u << fine_bits) - 1;
+    // Scalars per tile: one per thread, at most TILE_ENTRIES / wn.
+    const uint32_t T = min(blockDim.x, TILE_ENTRIES / wn);
+    for (uint32_t j = blockIdx.x; j < jobs; j += gridDim.x) {
+        for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) out_pos[g] = table[(uint64_t)g * jobs + j];
+        uint64_t lo, hi;
+        job_range(m, j, jobs, lo, hi);
+        for (uint64_t t0 = lo; t0 < hi; t0 += T) {
+            const uint64_t i = t0 + threadIdx.x;
+            const bool mine = threadIdx.x < T && i < hi;
+            for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) tile_fill[g] = 0;
+            __syncthreads();
+            // Count the tile's entries per bin.
+            if (mine)
+                for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+                    if (d != 0) atomicAdd(&tile_fill[(w - w0) * K + (((uint32_t)abs(d) - 1) >> fine_bits)], 1u);
+                });
+            __syncthreads();
+            for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) tile_start[g] = tile_fill[g];
+            __syncthreads();
+            block_exclusive_scan(tile_start, G, warp_sums);
+            for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) tile_fill[g] = tile_start[g];
+            __syncthreads();
+            // Stage them grouped by bin.
+            if (mine) {
+                const uint32_t base = others_base[i];
+                for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+                    if (d == 0) return;
+                    const uint32_t b = (uint32_t)abs(d) - 1, g = (w - w0) * K + (b >> fine_bits);
+                    const uint32_t k = atomicAdd(&tile_fill[g], 1u);
+                    stage_entry[k] = base | (d < 0 ? NEG : 0u);
+                    stage_bin[k] = (uint16_t)g;
+                    stage_fine[k] = (uint8_t)(b & fine_mask);
+                });
+            }
+            __syncthreads();
+            // Each bin's run to consecutive positions (tile_fill[G - 1] is
+            // the tile's entry count: the last bin's end).
+            const uint32_t staged = G ? tile_fill[G - 1] : 0;
+            for (uint32_t k = threadIdx.x; k < staged; k += blockDim.x) {
+                const uint32_t g = stage_bin[k];
+                const uint32_t dst = out_pos[g] + (k - tile_start[g]);
+                tmp_entry[dst] = stage_entry[k];
+                tmp_fine[dst] = stage_fine[k];
+            }
+            __syncthreads();
+            for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) out_pos[g] += tile_fill[g] - tile_start[g];
+            __syncthreads();
+        }
+    }
+}
+
+/// Two-level sort, level 2: block per coarse bin g (G = nbk / 2^F bins,
+/// bin g spanning [table[g * jobs], table[(g + 1) * jobs])): counts its
+/// fine buckets, writes their offsets off[g * 2^F + f] (bucket index
+/// (w - w0) * 2^(c-1) + b, since b = (b >> F) * 2^F + f), and places its
+/// entries. off[nbk] = the total.
+__device__ __forceinline__ void fine_sort(const uint32_t* tmp_entry, const uint8_t* tmp_fine, const uint32_t* table,
+                                          uint32_t jobs, uint32_t G, uint32_t fine_bits, uint32_t* entries,
+                                          uint32_t* off) {
+    __shared__ uint32_t cursor[FINE_MAX];
+    const uint32_t nf = 1u << fine_bits;
+    for (uint32_t g = blockIdx.x; g < G; g += gridDim.x) {
+        const uint32_t s = table[(uint64_t)g * jobs], e = table[(uint64_t)(g + 1) * jobs];
+        for (uint32_t f = threadIdx.x; f < nf; f += blockDim.x) cursor[f] = 0;
+        __syncthreads();
+        for (uint32_t q = s + threadIdx.x; q < e; q += blockDim.x) atomicAdd(&cursor[tmp_fine[q]], 1u);
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            // Exclusive scan of <= 256 counts, from the bin's start.
+            uint32_t run = s;
+            for (uint32_t f = 0; f < nf; f++) {
+                const uint32_t n = cursor[f];
+                cursor[f] = run;
+                run += n;
+            }
+        }
+        __syncthreads();
+        for (uint32_t f = threadIdx.x; f < nf; f += blockDim.x) off[(uint64_t)g * nf + f] = cursor[f];
+        __syncthreads();
+        for (uint32_t q = s + threadIdx.x; q < e; q += blockDim.x)
+            entries[atomicAdd(&cursor[tmp_fine[q]], 1u)] = tmp_entry[q];
+        __syncthreads();
+    }
+    if (blockIdx.x == 0 && threadIdx.x == 0) off[(uint64_t)G * nf] = table[(uint64_t)G * jobs];
+}
+
+}  // namespace msm
