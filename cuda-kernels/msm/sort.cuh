@@ -2,23 +2,22 @@
 // time: steps 2-4 of pippenger.cuh (histogram, scan, scatter). Two ways:
 //
 // - Global counters (any window width): one atomic on a global counter per
-//   (scalar, window) in the histogram and another in the scatter. At G1 2^27
-//   (16 windows, 2.1 G entries) this took 120.6 ms on the H200 (2026-12-03):
-//   ~36 G global atomics/s, while its 17 GB of traffic need ~4 ms; the
-//   atomics bound it.
+//   (scalar, window) in the histogram and another, with return, in the
+//   scatter, which also stores each entry alone. At G1 2^24 (H200, ncu,
+//   session 19) the histogram took 2.6 ms, the scatter 12.2 (2^27: 120.5 ms
+//   in all): a warp's 32 scattered requests, atomics or stores, are what
+//   costs (~35-45 G requests/s), not the counting.
 // - Two levels (windows of at most 2^15 buckets): a counting sort by coarse
-//   bin (window, top bits of the bucket) with per-block counters, then one
-//   block per coarse bin sorts it by the bucket's low F <= 8 bits ("fine").
-//   Both levels count in shared memory and take positions from scanned
-//   per-block counts, so no entry touches a global atomic, and each
-//   level's write frontier (the positions blocks in flight write next) is
-//   small enough for L2 to merge the 4-byte writes into whole sectors:
-//   ~132 blocks x <= 2048 coarse bins in the first level, 256 fine buckets
-//   per block in the second. A one-level sort with 2^15 counters per block
-//   (tried in session 19: 165.2 ms at G1 2^27, slower than the global
-//   counters' 120.7) has ~132 x 2^15 sectors in flight, 138 MB, more than
-//   the 50 MB L2 (the likely reason; not profiled). The cost: a second pass over the entries
-//   through a temporary copy (5 bytes per entry: base word, fine index).
+//   bin (window, bucket >> F, F = 8: <= 2048 bins per pass) whose blocks
+//   count in shared memory and take positions from scanned per-block counts
+//   (no global atomics), placing a tile of scalars' entries grouped by bin
+//   in shared memory first so that each bin's run goes out in consecutive
+//   lanes; then one block per bin sorts it by the bucket's low F bits. The
+//   cost: a temporary copy (5 bytes per entry: base word, fine index) and a
+//   second pass. G1 2^27: count 4.9, place 41.8, fine 38.3 ms (85.0). Without
+//   the tile the placement stored entries one by one and took 15.8 ms at
+//   2^24 (the sort 21 ms, slower than the global counters); so did a
+//   one-level sort with 2^15 counters per block (165 ms at 2^27).
 #pragma once
 #include "ff/fr.cuh"
 
