@@ -58,6 +58,38 @@ impl StageClock {
     }
 }
 
+/// What one window pass sorts: the full-width scalars (canonical) and their
+/// base indices, windows `w0..w0 + wn` of `c` bits.
+struct SortPass {
+    others: u64,
+    others_base: u64,
+    m: usize,
+    c: u32,
+    w0: u32,
+    wn: u32,
+}
+
+impl SortPass {
+    fn buckets(&self) -> usize {
+        1 << (self.c - 1)
+    }
+
+    /// Buckets of the pass, all windows.
+    fn nbk(&self) -> usize {
+        self.wn as usize * self.buckets()
+    }
+
+    /// The two-level sort's coarse bins.
+    fn bins(&self) -> usize {
+        self.nbk() >> sort_fine_bits(self.buckets())
+    }
+
+    /// (c, w0, wn) as the sort kernels take them.
+    fn window_args(&self) -> (u64, u64, u64) {
+        (self.c as u64, self.w0 as u64, self.wn as u64)
+    }
+}
+
 /// What a streamed or resident run needs to know about its bases.
 pub(super) struct BaseRange {
     pub(super) ptr: u64,
@@ -373,65 +405,90 @@ impl GpuMsm {
         Ok(())
     }
 
-    /// Steps 2-4 for windows `w0..w0 + wn`: the bucket offsets (nbk + 1,
-    /// in `scratch.counts`) and the entries sorted by bucket (in
-    /// `scratch.entries`), as device addresses.
-    #[allow(clippy::too_many_arguments)]
+    /// Steps 2-4 for the pass `p`: the bucket offsets (nbk + 1, in
+    /// `scratch.counts`) and the entries sorted by bucket (in
+    /// `scratch.entries`), as device addresses. The two-level sort where the
+    /// configuration asks for it and the device and the window width allow
+    /// it, else the global counters.
     fn sort_pass(
         &self,
         s: &Stream,
         scratch: &mut Scratch,
-        others: u64,
-        others_base: u64,
-        m: usize,
-        c: u32,
-        w0: u32,
-        wn: u32,
+        p: &SortPass,
         clock: &mut StageClock,
     ) -> Result<(u64, u64), MsmError> {
+        let entries = scratch.entries.get((&self.memory, s), p.m * p.wn as usize).map_err(gpu_err)?.device_ptr();
+        let two_level = self.config.sort == Sort::TwoLevel
+            && self.two_level_sort
+            && p.buckets() <= TWO_LEVEL_MAX_BUCKETS
+            && p.bins() <= SORT_COARSE_MAX;
+        let off = if two_level {
+            self.sort_two_level(s, scratch, p, entries, clock)?
+        } else {
+            self.sort_global(s, scratch, p, entries, clock)?
+        };
+        Ok((off, entries))
+    }
+
+    /// The sort by global counters: histogram, scan, a cursor per bucket,
+    /// scatter. Returns the offsets' address.
+    fn sort_global(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        p: &SortPass,
+        entries: u64,
+        clock: &mut StageClock,
+    ) -> Result<u64, MsmError> {
         let g = (&self.memory, s);
         let e = gpu_err;
-        let nbk = wn as usize * (1usize << (c - 1));
-        let entries = scratch.entries.get(g, m * wn as usize).map_err(e)?.device_ptr();
-        let (c64, w064, wn64) = (c as u64, w0 as u64, wn as u64);
-        let nb = 1usize << (c - 1);
-        let fine_bits = sort_fine_bits(nb);
-        let bins = nbk >> fine_bits;
-        let two_level = self.config.sort == Sort::TwoLevel && self.two_level_sort;
-        if !two_level || nb > TWO_LEVEL_MAX_BUCKETS || bins > SORT_COARSE_MAX {
-            // Global counters: histogram, scan, a cursor per bucket, scatter.
-            let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
-            counts.zero_async(0, nbk + 1, s).map_err(e)?;
-            let counts_ptr = counts.device_ptr();
-            // SAFETY: m canonical scalars; counts has nbk + 1 slots.
-            unsafe {
-                self.kernels.histogram.launch(
-                    s,
-                    Launch::new(grid(m, INT_THREADS), INT_THREADS),
-                    (others, m as u64, c64, w064, wn64, counts_ptr),
-                )
-            }
-            .map_err(e)?;
-            clock.mark("sort: count", s)?;
-            self.scan(scratch.counts.get(g, nbk + 1).map_err(e)?, nbk + 1, &mut scratch.scan_tmp, s)?;
-            let cursor = scratch.cursor.get(g, nbk).map_err(e)?;
-            let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
-            cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
-            clock.mark("sort: scan", s)?;
-            // SAFETY: every nonzero digit gets one slot below off[nbk] <= m * wn.
-            unsafe {
-                self.kernels.scatter.launch(
-                    s,
-                    Launch::new(grid(m, INT_THREADS), INT_THREADS),
-                    (others, others_base, m as u64, c64, w064, wn64, cursor.device_ptr(), entries),
-                )
-            }
-            .map_err(e)?;
-            clock.mark("sort: place", s)?;
-            return Ok((counts_ptr, entries));
+        let nbk = p.nbk();
+        let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
+        counts.zero_async(0, nbk + 1, s).map_err(e)?;
+        let counts_ptr = counts.device_ptr();
+        let (c, w0, wn) = p.window_args();
+        // SAFETY: m canonical scalars; counts has nbk + 1 slots.
+        unsafe {
+            self.kernels.histogram.launch(
+                s,
+                Launch::new(grid(p.m, INT_THREADS), INT_THREADS),
+                (p.others, p.m as u64, c, w0, wn, counts_ptr),
+            )
         }
-        // Two levels: coarse bins (window, bucket >> F) by per-block counts,
-        // then each bin by its fine buckets (bucket & (2^F - 1)).
+        .map_err(e)?;
+        clock.mark("sort: count", s)?;
+        self.scan(scratch.counts.get(g, nbk + 1).map_err(e)?, nbk + 1, &mut scratch.scan_tmp, s)?;
+        let cursor = scratch.cursor.get(g, nbk).map_err(e)?;
+        let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
+        cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
+        clock.mark("sort: scan", s)?;
+        // SAFETY: every nonzero digit gets one slot below off[nbk] <= m * wn.
+        unsafe {
+            self.kernels.scatter.launch(
+                s,
+                Launch::new(grid(p.m, INT_THREADS), INT_THREADS),
+                (p.others, p.others_base, p.m as u64, c, w0, wn, cursor.device_ptr(), entries),
+            )
+        }
+        .map_err(e)?;
+        clock.mark("sort: place", s)?;
+        Ok(counts_ptr)
+    }
+
+    /// The two-level sort: coarse bins (window, bucket >> F) by per-block
+    /// counts and tiled placement, then each bin by its fine buckets
+    /// (bucket & (2^F - 1)). Returns the offsets' address.
+    fn sort_two_level(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        p: &SortPass,
+        entries: u64,
+        clock: &mut StageClock,
+    ) -> Result<u64, MsmError> {
+        let g = (&self.memory, s);
+        let e = gpu_err;
+        let (nbk, bins, m) = (p.nbk(), p.bins(), p.m);
         let jobs = sort_jobs(m, self.config.target_threads);
         let words = bins * jobs + 1;
         let table = scratch.sort_table.get(g, words).map_err(e)?;
@@ -439,13 +496,14 @@ impl GpuMsm {
         // the scan) starts at zero.
         table.zero_async(words - 1, 1, s).map_err(e)?;
         let table_ptr = table.device_ptr();
-        let tmp_entry = scratch.sort_tmp_entry.get(g, m * wn as usize).map_err(e)?.device_ptr();
-        let tmp_fine = scratch.sort_tmp_fine.get(g, m * wn as usize).map_err(e)?.device_ptr();
-        // One block per SM at a time (~target_threads / 1024 of them), jobs
-        // looping: the blocks in flight bound the first level's write
-        // frontier (blocks x bins sectors) that L2 must hold.
+        let tmp_entry = scratch.sort_tmp_entry.get(g, m * p.wn as usize).map_err(e)?.device_ptr();
+        let tmp_fine = scratch.sort_tmp_fine.get(g, m * p.wn as usize).map_err(e)?.device_ptr();
+        // About one block per SM (target_threads / 1024), jobs looping: the
+        // blocks in flight bound the placement's write frontier (blocks x
+        // bins runs) that L2 holds while tiles fill them.
         let grid1 = jobs.min(self.config.target_threads / SORT_THREADS as usize).max(1) as u32;
-        let (fb, jobs64) = (fine_bits as u64, jobs as u64);
+        let (c, w0, wn) = p.window_args();
+        let (fb, jobs64) = (sort_fine_bits(p.buckets()) as u64, jobs as u64);
         // SAFETY: each job writes the table words (bin, job) for its bins
         // (bins * jobs < words); bins <= SORT_COARSE_MAX, the kernels'
         // shared counters.
@@ -453,7 +511,7 @@ impl GpuMsm {
             self.kernels.coarse_count.launch(
                 s,
                 Launch::new(grid1, SORT_THREADS),
-                (others, m as u64, c64, w064, wn64, fb, jobs64, table_ptr),
+                (p.others, m as u64, c, w0, wn, fb, jobs64, table_ptr),
             )
         }
         .map_err(e)?;
@@ -461,12 +519,13 @@ impl GpuMsm {
         self.scan(scratch.sort_table.get(g, words).map_err(e)?, words, &mut scratch.scan_tmp, s)?;
         clock.mark("sort: scan", s)?;
         // SAFETY: the scanned table gives each (bin, job) a range of exactly
-        // its count below the total <= m * wn (the temporary arrays' length).
+        // its count below the total <= m * wn (the temporary arrays' length);
+        // PLACE_SHARED_BYTES was allowed at instance creation.
         unsafe {
             self.kernels.coarse_place.launch(
                 s,
                 Launch::new(grid1, SORT_THREADS).shared(PLACE_SHARED_BYTES),
-                (others, others_base, m as u64, c64, w064, wn64, fb, jobs64, table_ptr, tmp_entry, tmp_fine),
+                (p.others, p.others_base, m as u64, c, w0, wn, fb, jobs64, table_ptr, tmp_entry, tmp_fine),
             )
         }
         .map_err(e)?;
@@ -484,7 +543,7 @@ impl GpuMsm {
         }
         .map_err(e)?;
         clock.mark("sort: fine", s)?;
-        Ok((off, entries))
+        Ok(off)
     }
 
     /// Windows `w0..w0 + wn` of the full-width scalars: counting sort by
@@ -509,7 +568,8 @@ impl GpuMsm {
         let nb = plan.buckets();
         let nbk = wn as usize * nb;
         let max_entries = m * wn as usize;
-        let (counts_ptr, entries) = self.sort_pass(s, scratch, others, others_base, m, plan.c, w0, wn, clock)?;
+        let pass = SortPass { others, others_base, m, c: plan.c, w0, wn };
+        let (counts_ptr, entries) = self.sort_pass(s, scratch, &pass, clock)?;
         // Segments: enough for the target thread count (times the
         // chains per thread), >= 8 entries. XYZZ segments also span
         // >= 4 average buckets: measured on the H200, with segments
