@@ -20,6 +20,7 @@
 //   one-level sort with 2^15 counters per block (165 ms at 2^27).
 #pragma once
 #include "ff/fr.cuh"
+#include "util/scan.cuh"
 
 namespace msm {
 
@@ -90,6 +91,11 @@ constexpr uint32_t COARSE_MAX = 2048;
 /// Most fine buckets per coarse bin: 2^8 (the fine index is one byte).
 constexpr uint32_t FINE_MAX = 256;
 
+/// The coarse bin of digit d != 0 of window w0 + wl: wl * K + (|d| - 1) >> F.
+__device__ __forceinline__ uint32_t coarse_bin(uint32_t wl, int32_t d, uint32_t K, uint32_t fine_bits) {
+    return wl * K + (((uint32_t)abs(d) - 1) >> fine_bits);
+}
+
 /// Scalars [lo, hi) of job j of `jobs` over m scalars.
 __device__ __forceinline__ void job_range(uint64_t m, uint32_t j, uint32_t jobs, uint64_t& lo, uint64_t& hi) {
     lo = m * j / jobs;
@@ -110,7 +116,7 @@ __device__ __forceinline__ void coarse_count(const fr_t* others, uint64_t m, uin
         job_range(m, j, jobs, lo, hi);
         for (uint64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
             for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-                if (d != 0) atomicAdd(&count[(w - w0) * K + (((uint32_t)abs(d) - 1) >> fine_bits)], 1u);
+                if (d != 0) atomicAdd(&count[coarse_bin(w - w0, d, K, fine_bits)], 1u);
             });
         }
         __syncthreads();
@@ -133,23 +139,10 @@ constexpr uint32_t PLACE_SHARED_BYTES = 4 * 4 * COARSE_MAX + 7 * TILE_ENTRIES;
 __device__ __forceinline__ void block_exclusive_scan(uint32_t* v, uint32_t n, uint32_t* warp_sums) {
     const uint32_t t = threadIdx.x, lane = t & 31, warp = t >> 5;
     const uint32_t a = 2 * t < n ? v[2 * t] : 0, b = 2 * t + 1 < n ? v[2 * t + 1] : 0;
-    uint32_t x = a + b;
-#pragma unroll
-    for (uint32_t d = 1; d < 32; d <<= 1) {
-        const uint32_t y = __shfl_up_sync(0xffffffffu, x, d);
-        if (lane >= d) x += y;
-    }
+    const uint32_t x = scan::warp_inclusive(a + b);
     if (lane == 31) warp_sums[warp] = x;
     __syncthreads();
-    if (warp == 0) {
-        uint32_t w = lane < (blockDim.x >> 5) ? warp_sums[lane] : 0;
-#pragma unroll
-        for (uint32_t d = 1; d < 32; d <<= 1) {
-            const uint32_t y = __shfl_up_sync(0xffffffffu, w, d);
-            if (lane >= d) w += y;
-        }
-        warp_sums[lane] = w;
-    }
+    if (warp == 0) warp_sums[lane] = scan::warp_inclusive(lane < (blockDim.x >> 5) ? warp_sums[lane] : 0);
     __syncthreads();
     const uint32_t before = x - a - b + (warp ? warp_sums[warp - 1] : 0);
     if (2 * t < n) v[2 * t] = before;
@@ -196,7 +189,7 @@ __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t*
             // Count the tile's entries per bin.
             if (mine)
                 for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-                    if (d != 0) atomicAdd(&tile_fill[(w - w0) * K + (((uint32_t)abs(d) - 1) >> fine_bits)], 1u);
+                    if (d != 0) atomicAdd(&tile_fill[coarse_bin(w - w0, d, K, fine_bits)], 1u);
                 });
             __syncthreads();
             for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) tile_start[g] = tile_fill[g];
@@ -204,12 +197,13 @@ __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t*
             block_exclusive_scan(tile_start, G, warp_sums);
             for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) tile_fill[g] = tile_start[g];
             __syncthreads();
-            // Stage them grouped by bin.
+            // Stage them grouped by bin (the digits walked again: holding a
+            // thread's up to 16 entries in registers would spill).
             if (mine) {
                 const uint32_t base = others_base[i];
                 for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
                     if (d == 0) return;
-                    const uint32_t b = (uint32_t)abs(d) - 1, g = (w - w0) * K + (b >> fine_bits);
+                    const uint32_t b = (uint32_t)abs(d) - 1, g = coarse_bin(w - w0, d, K, fine_bits);
                     const uint32_t k = atomicAdd(&tile_fill[g], 1u);
                     stage_entry[k] = base | (d < 0 ? NEG : 0u);
                     stage_bin[k] = (uint16_t)g;
