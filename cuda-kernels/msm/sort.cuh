@@ -14,10 +14,11 @@
 //   in shared memory first so that each bin's run goes out in consecutive
 //   lanes; then one block per bin sorts it by the bucket's low F bits. The
 //   cost: a temporary copy (5 bytes per entry: base word, fine index) and a
-//   second pass. G1 2^27: count 4.9, place 41.8, fine 38.3 ms (85.0). Without
-//   the tile the placement stored entries one by one and took 15.8 ms at
-//   2^24 (the sort 21 ms, slower than the global counters); so did a
-//   one-level sort with 2^15 counters per block (165 ms at 2^27).
+//   second pass, tiled the same way. G1 2^27 with the fine level untiled:
+//   count 4.9, place 41.8, fine 38.3 ms (85.0). Without the tile the
+//   placement stored entries one by one and took 15.8 ms at 2^24 (the sort
+//   21 ms, slower than the global counters); so did a one-level sort with
+//   2^15 counters per block (165 ms at 2^27).
 #pragma once
 #include "ff/fr.cuh"
 #include "util/scan.cuh"
@@ -227,39 +228,84 @@ __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t*
     }
 }
 
+/// Entries per thread of one tile of the second level.
+constexpr uint32_t FINE_ITEMS = 8;
+/// Entries one tile of the second level stages in shared memory (5 bytes
+/// each: base word, fine index) with 1024 threads: 40 KB, static.
+constexpr uint32_t FINE_TILE = 1024 * FINE_ITEMS;
+
 /// Two-level sort, level 2: block per coarse bin g (G = nbk / 2^F bins,
 /// bin g spanning [table[g * jobs], table[(g + 1) * jobs])): counts its
 /// fine buckets, writes their offsets off[g * 2^F + f] (bucket index
 /// (w - w0) * 2^(c-1) + b, since b = (b >> F) * 2^F + f), and places its
-/// entries. off[nbk] = the total.
+/// entries. off[nbk] = the total. Launch with 1024 threads per block.
+///
+/// Tiled like the first level's placement: storing each entry alone cost
+/// 38.3 ms at G1 2^27 (H200, session 19), one request per entry into 256
+/// runs; a tile of 8192 entries grouped by fine bucket in shared memory
+/// leaves ~32 consecutive entries (128 bytes) per bucket and tile.
 __device__ __forceinline__ void fine_sort(const uint32_t* tmp_entry, const uint8_t* tmp_fine, const uint32_t* table,
                                           uint32_t jobs, uint32_t G, uint32_t fine_bits, uint32_t* entries,
                                           uint32_t* off) {
-    __shared__ uint32_t cursor[FINE_MAX];
-    const uint32_t nf = 1u << fine_bits;
+    __shared__ uint32_t cursor[FINE_MAX];      // the bucket's next position in `entries`
+    __shared__ uint32_t tile_start[FINE_MAX];  // the bucket's first staged slot
+    __shared__ uint32_t tile_fill[FINE_MAX];   // counts, then staging cursors
+    __shared__ uint32_t warp_sums[32];
+    __shared__ uint32_t stage_entry[FINE_TILE];
+    __shared__ uint8_t stage_fine[FINE_TILE];
+    const uint32_t nf = 1u << fine_bits, t = threadIdx.x;
     for (uint32_t g = blockIdx.x; g < G; g += gridDim.x) {
         const uint32_t s = table[(uint64_t)g * jobs], e = table[(uint64_t)(g + 1) * jobs];
-        for (uint32_t f = threadIdx.x; f < nf; f += blockDim.x) cursor[f] = 0;
+        for (uint32_t f = t; f < nf; f += blockDim.x) cursor[f] = 0;
         __syncthreads();
-        for (uint32_t q = s + threadIdx.x; q < e; q += blockDim.x) atomicAdd(&cursor[tmp_fine[q]], 1u);
+        for (uint32_t q = s + t; q < e; q += blockDim.x) atomicAdd(&cursor[tmp_fine[q]], 1u);
         __syncthreads();
-        if (threadIdx.x == 0) {
-            // Exclusive scan of <= 256 counts, from the bin's start.
-            uint32_t run = s;
-            for (uint32_t f = 0; f < nf; f++) {
-                const uint32_t n = cursor[f];
-                cursor[f] = run;
-                run += n;
-            }
+        block_exclusive_scan(cursor, nf, warp_sums);
+        for (uint32_t f = t; f < nf; f += blockDim.x) {
+            cursor[f] += s;
+            off[(uint64_t)g * nf + f] = cursor[f];
         }
         __syncthreads();
-        for (uint32_t f = threadIdx.x; f < nf; f += blockDim.x) off[(uint64_t)g * nf + f] = cursor[f];
-        __syncthreads();
-        for (uint32_t q = s + threadIdx.x; q < e; q += blockDim.x)
-            entries[atomicAdd(&cursor[tmp_fine[q]], 1u)] = tmp_entry[q];
-        __syncthreads();
+        for (uint32_t q0 = s; q0 < e; q0 += FINE_ITEMS * blockDim.x) {
+            // Item k of this thread: q0 + k * blockDim.x + t (coalesced).
+            uint32_t entry[FINE_ITEMS];
+            uint32_t fine[FINE_ITEMS];
+#pragma unroll
+            for (uint32_t k = 0; k < FINE_ITEMS; k++) {
+                const uint32_t q = q0 + k * blockDim.x + t;
+                fine[k] = q < e ? tmp_fine[q] : FINE_MAX;
+                entry[k] = q < e ? tmp_entry[q] : 0;
+            }
+            for (uint32_t f = t; f < nf; f += blockDim.x) tile_fill[f] = 0;
+            __syncthreads();
+#pragma unroll
+            for (uint32_t k = 0; k < FINE_ITEMS; k++)
+                if (fine[k] < FINE_MAX) atomicAdd(&tile_fill[fine[k]], 1u);
+            __syncthreads();
+            for (uint32_t f = t; f < nf; f += blockDim.x) tile_start[f] = tile_fill[f];
+            __syncthreads();
+            block_exclusive_scan(tile_start, nf, warp_sums);
+            for (uint32_t f = t; f < nf; f += blockDim.x) tile_fill[f] = tile_start[f];
+            __syncthreads();
+#pragma unroll
+            for (uint32_t k = 0; k < FINE_ITEMS; k++) {
+                if (fine[k] == FINE_MAX) continue;
+                const uint32_t slot = atomicAdd(&tile_fill[fine[k]], 1u);
+                stage_entry[slot] = entry[k];
+                stage_fine[slot] = (uint8_t)fine[k];
+            }
+            __syncthreads();
+            const uint32_t staged = min(e - q0, FINE_ITEMS * blockDim.x);
+            for (uint32_t k = t; k < staged; k += blockDim.x) {
+                const uint32_t f = stage_fine[k];
+                entries[cursor[f] + (k - tile_start[f])] = stage_entry[k];
+            }
+            __syncthreads();
+            for (uint32_t f = t; f < nf; f += blockDim.x) cursor[f] += tile_fill[f] - tile_start[f];
+            __syncthreads();
+        }
     }
-    if (blockIdx.x == 0 && threadIdx.x == 0) off[(uint64_t)G * nf] = table[(uint64_t)G * jobs];
+    if (blockIdx.x == 0 && t == 0) off[(uint64_t)G * nf] = table[(uint64_t)G * jobs];
 }
 
 }  // namespace msm

@@ -360,15 +360,15 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }),
         ..Default::default()
     };
-    // The two-level sort (the default sorts by global counters).
-    let two_level = GpuMsmConfig { sort: Sort::TwoLevel, ..xyzz.clone() };
+    // The sort by global counters (the default sorts in two levels).
+    let global_sort = GpuMsmConfig { sort: Sort::GlobalCounters, ..xyzz.clone() };
     for (tag, base) in [
         ("", &xyzz),
         (" inl2", &xyzz_wide),
         (" inl3", &xyzz3),
         (" inl4", &xyzz4),
         (" affine", &affine),
-        (" two-level-sort", &two_level),
+        (" global-sort", &global_sort),
     ] {
         curve_suite::<G1>(&gpu, r, quick, seed, base, tag)?;
         println!("msm G1{tag} checks: {:.1?}", t.elapsed());
@@ -488,8 +488,8 @@ where
                 (format!("c={c}"), GpuMsmConfig { window_bits: Some(c), stage_timing: true, ..Default::default() })
             })
             .chain(std::iter::once((
-                "two-level sort".to_string(),
-                GpuMsmConfig { sort: Sort::TwoLevel, stage_timing: true, ..Default::default() },
+                "global-counter sort".to_string(),
+                GpuMsmConfig { sort: Sort::GlobalCounters, stage_timing: true, ..Default::default() },
             )))
             .chain(std::iter::once((
                 "called (not inlined) bucket add".to_string(),
