@@ -1,24 +1,26 @@
 // Counting sort of (bucket, base) entries by bucket, one pass of windows at a
 // time: steps 2-4 of pippenger.cuh (histogram, scan, scatter). Two ways:
 //
-// - Global counters (any window width): one atomic on a global counter per
+// - Two levels (the default; windows of at most 2^15 buckets): a counting
+//   sort by coarse bin (window, bucket >> F, F = 8: <= 2048 bins per pass)
+//   whose blocks count in shared memory and take positions from scanned
+//   per-block counts (no global atomics), placing a tile of scalars'
+//   entries grouped by bin in shared memory first so that each bin's run
+//   goes out in consecutive lanes; then one block per bin sorts it by the
+//   bucket's low F bits, tiled the same way. The cost: a temporary copy (5
+//   bytes per entry: base word, fine index) and a second pass. H200, G1
+//   2^27: count 4.9, place 41.3, fine 14.5 ms (60.7 vs 120.8 for the global
+//   counters, session 20; the fine level untiled took 38.3). Without the
+//   tile the placement stored entries one by one and took 15.8 ms at 2^24
+//   (the sort 21 ms, slower than the global counters); so did a one-level
+//   sort with 2^15 counters per block (165 ms at 2^27).
+// - Global counters (any window width; where the two-level sort's window
+//   width or scratch does not fit): one atomic on a global counter per
 //   (scalar, window) in the histogram and another, with return, in the
 //   scatter, which also stores each entry alone. At G1 2^24 (H200, ncu,
 //   session 19) the histogram took 2.6 ms, the scatter 12.2 (2^27: 120.5 ms
 //   in all): a warp's 32 scattered requests, atomics or stores, are what
 //   costs (~35-45 G requests/s), not the counting.
-// - Two levels (windows of at most 2^15 buckets): a counting sort by coarse
-//   bin (window, bucket >> F, F = 8: <= 2048 bins per pass) whose blocks
-//   count in shared memory and take positions from scanned per-block counts
-//   (no global atomics), placing a tile of scalars' entries grouped by bin
-//   in shared memory first so that each bin's run goes out in consecutive
-//   lanes; then one block per bin sorts it by the bucket's low F bits. The
-//   cost: a temporary copy (5 bytes per entry: base word, fine index) and a
-//   second pass, tiled the same way. G1 2^27 with the fine level untiled:
-//   count 4.9, place 41.8, fine 38.3 ms (85.0). Without the tile the
-//   placement stored entries one by one and took 15.8 ms at 2^24 (the sort
-//   21 ms, slower than the global counters); so did a one-level sort with
-//   2^15 counters per block (165 ms at 2^27).
 #pragma once
 #include "ff/fr.cuh"
 #include "util/scan.cuh"
