@@ -133,9 +133,9 @@ extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_count(const fr_
 
 extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_place(
     const fr_t* others, const uint32_t* others_base, uint64_t m, uint64_t c, uint64_t w0, uint64_t wn,
-    uint64_t fine_bits, uint64_t jobs, const uint32_t* table, uint32_t* tmp_entry, uint8_t* tmp_fine) {
+    uint64_t fine_bits, uint64_t jobs, const uint32_t* table, uint32_t* tmp_entry, uint8_t* tmp_fine, uint64_t tile) {
     msm::coarse_place(others, others_base, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, (uint32_t)fine_bits,
-                      (uint32_t)jobs, table, tmp_entry, tmp_fine);
+                      (uint32_t)jobs, table, tmp_entry, tmp_fine, (uint32_t)tile);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) c2_msm_fine_sort(const uint32_t* tmp_entry,

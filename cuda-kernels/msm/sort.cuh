@@ -128,13 +128,11 @@ __device__ __forceinline__ void coarse_count(const fr_t* others, uint64_t m, uin
     }
 }
 
-/// Entries one tile of the first level's placement stages in shared
-/// memory (7 bytes each: base word, fine index, bin): 112 KB.
-constexpr uint32_t TILE_ENTRIES = 16384;
-
-/// Dynamic shared memory of `coarse_place`: four counters per coarse bin
-/// and the tile's staged entries.
-constexpr uint32_t PLACE_SHARED_BYTES = 4 * 4 * COARSE_MAX + 7 * TILE_ENTRIES;
+/// Shared memory of `coarse_place` besides its tile of staged entries (7
+/// bytes each: base word, fine index, bin; the host picks the tile from
+/// the blocks per SM it launches for): three counters per coarse bin and
+/// 32 words of scan scratch.
+constexpr uint32_t PLACE_FIXED_BYTES = 3 * 4 * COARSE_MAX + 4 * 32;
 
 /// Exclusive scan of v[0..n) in shared memory (n <= 2 * blockDim.x,
 /// blockDim.x a multiple of 32, <= 1024); `warp_sums` holds 32 words.
@@ -164,22 +162,22 @@ __device__ __forceinline__ void block_exclusive_scan(uint32_t* v, uint32_t n, ui
 /// tile of scalars is first sorted by bin in shared memory, then each bin's
 /// run goes out in consecutive lanes (~8 entries per bin and tile at 16
 /// windows of 128 bins: 4-8x fewer requests). Launch with
-/// PLACE_SHARED_BYTES of dynamic shared memory.
+/// PLACE_FIXED_BYTES + 7 * tile bytes of dynamic shared memory, tile >= wn.
 __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t* others_base, uint64_t m,
                                              uint32_t c, uint32_t w0, uint32_t wn, uint32_t fine_bits,
                                              uint32_t jobs, const uint32_t* table, uint32_t* tmp_entry,
-                                             uint8_t* tmp_fine) {
+                                             uint8_t* tmp_fine, uint32_t tile) {
     extern __shared__ uint32_t smem[];
     uint32_t* out_pos = smem;                       // the job's next position per bin
     uint32_t* tile_start = smem + COARSE_MAX;       // the bin's first staged slot
     uint32_t* tile_fill = smem + 2 * COARSE_MAX;    // counts, then staging cursors
-    uint32_t* warp_sums = smem + 3 * COARSE_MAX;    // scan scratch (32 words used)
-    uint32_t* stage_entry = smem + 4 * COARSE_MAX;
-    uint16_t* stage_bin = (uint16_t*)(stage_entry + TILE_ENTRIES);
-    uint8_t* stage_fine = (uint8_t*)(stage_bin + TILE_ENTRIES);
+    uint32_t* warp_sums = smem + 3 * COARSE_MAX;    // scan scratch
+    uint32_t* stage_entry = warp_sums + 32;
+    uint16_t* stage_bin = (uint16_t*)(stage_entry + tile);
+    uint8_t* stage_fine = (uint8_t*)(stage_bin + tile);
     const uint32_t K = (1u << (c - 1)) >> fine_bits, G = wn * K, fine_mask = (1u << fine_bits) - 1;
-    // Scalars per tile: one per thread, at most TILE_ENTRIES / wn.
-    const uint32_t T = min(blockDim.x, TILE_ENTRIES / wn);
+    // Scalars per tile: one per thread, at most tile / wn.
+    const uint32_t T = min(blockDim.x, tile / wn);
     for (uint32_t j = blockIdx.x; j < jobs; j += gridDim.x) {
         for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) out_pos[g] = table[(uint64_t)g * jobs + j];
         uint64_t lo, hi;

@@ -48,6 +48,14 @@ fn device_info(ordinal: usize) -> Result<DeviceInfo, GpuError> {
             .get_attribute(DeviceAttribute::MaxSharedMemoryPerBlockOptin)
             .map_err(rc("cuDeviceGetAttribute"))?
             .max(0) as usize,
+        multiprocessors: d
+            .get_attribute(DeviceAttribute::MultiprocessorCount)
+            .map_err(rc("cuDeviceGetAttribute"))?
+            .max(1) as usize,
+        max_shared_per_sm: d
+            .get_attribute(DeviceAttribute::MaxSharedMemoryPerMultiprocessor)
+            .map_err(rc("cuDeviceGetAttribute"))?
+            .max(0) as usize,
     })
 }
 

@@ -33,6 +33,19 @@ impl Kernel {
         })
     }
 
+    /// Asks for the largest shared-memory carveout of the L1/shared array
+    /// when this kernel runs, so that as many of its blocks as their
+    /// shared memory allows share an SM (the driver may otherwise pick a
+    /// smaller carveout and fit fewer).
+    pub fn prefer_max_shared(&self) -> Result<(), GpuError> {
+        // SAFETY: valid function handle;
+        // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9, in percent
+        // of the maximum (100 = all of it).
+        check("cuFuncSetAttribute", unsafe {
+            sys::cuFuncSetAttribute(self.f, std::mem::transmute::<i32, sys::CUfunction_attribute>(9), 100)
+        })
+    }
+
     /// Launches on `stream` with a 1-D grid, passing `args` (a tuple of
     /// plain values in the kernel's parameter order: device addresses as
     /// `u64` from [`crate::DeviceBuffer::device_ptr`], sizes as `u64` or

@@ -127,6 +127,11 @@ pub struct DeviceInfo {
     /// sm_90, 99 KB on sm_86 / sm_89): the most a kernel may be allowed with
     /// `Kernel::set_max_dynamic_shared` (feature `cuda`).
     pub max_shared_per_block_optin: usize,
+    /// Streaming multiprocessors (132 on an H200).
+    pub multiprocessors: usize,
+    /// Shared memory of one SM, bytes (228 KB on sm_90): what the blocks
+    /// resident on it share.
+    pub max_shared_per_sm: usize,
 }
 
 /// Lists the CUDA devices of this host.

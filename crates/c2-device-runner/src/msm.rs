@@ -360,8 +360,10 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }),
         ..Default::default()
     };
-    // The sort by global counters (the default sorts in two levels).
+    // The sort by global counters (the default sorts in two levels), and
+    // the two-level placement at two blocks per SM (a smaller tile).
     let global_sort = GpuMsmConfig { sort: Sort::GlobalCounters, ..xyzz.clone() };
+    let place2 = GpuMsmConfig { sort_place_blocks: 2, ..xyzz.clone() };
     for (tag, base) in [
         ("", &xyzz),
         (" inl2", &xyzz_wide),
@@ -369,6 +371,7 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         (" inl4", &xyzz4),
         (" affine", &affine),
         (" global-sort", &global_sort),
+        (" place2", &place2),
     ] {
         curve_suite::<G1>(&gpu, r, quick, seed, base, tag)?;
         println!("msm G1{tag} checks: {:.1?}", t.elapsed());
@@ -490,6 +493,10 @@ where
             .chain(std::iter::once((
                 "global-counter sort".to_string(),
                 GpuMsmConfig { sort: Sort::GlobalCounters, stage_timing: true, ..Default::default() },
+            )))
+            .chain(std::iter::once((
+                "two-level sort, placement at 2 blocks/SM".to_string(),
+                GpuMsmConfig { sort_place_blocks: 2, stage_timing: true, ..Default::default() },
             )))
             .chain(std::iter::once((
                 "called (not inlined) bucket add".to_string(),

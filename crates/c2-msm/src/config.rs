@@ -115,6 +115,14 @@ pub struct GpuMsmConfig {
     pub accumulate_blocks: Option<u32>,
     /// How window passes sort their entries by bucket.
     pub sort: Sort,
+    /// Blocks per SM of the two-level sort's placement (`c2_msm_coarse_place`),
+    /// which stages a tile of entries in shared memory: 1 = tiles of 16384
+    /// entries (~8 per coarse bin and tile), measured (session 20: 41.3 ms
+    /// at G1 2^27); 2 = tiles as large as half an SM's shared memory allows
+    /// (12288 entries on an H200), since ncu saw the placement latency-bound
+    /// at one block of 32 warps per SM (0.2 instructions issued per
+    /// scheduler and cycle). Other values mean 1.
+    pub sort_place_blocks: u32,
     /// Bucket accumulation; `None` = the measured choice for the curve and
     /// the number of full-width scalars ([`BucketSum::measured_default`]).
     pub bucket_sum: Option<BucketSum>,
@@ -141,6 +149,7 @@ impl Default for GpuMsmConfig {
             inline_bucket_add: true,
             accumulate_blocks: None,
             sort: Sort::default(),
+            sort_place_blocks: 1,
             bucket_sum: None,
         }
     }

@@ -93,10 +93,48 @@ pub(super) const STAGING_BYTES: usize = 64 << 20;
 
 /// Threads per block of the two-level sort (`c2_msm_coarse_*`, `c2_msm_fine_sort`).
 pub(super) const SORT_THREADS: u32 = 1024;
-/// Dynamic shared memory of `c2_msm_coarse_place` (`PLACE_SHARED_BYTES` in
-/// `cuda-kernels/msm/sort.cuh`): four words per coarse bin (2048) and a
-/// tile of 16384 staged entries of 7 bytes.
-pub(super) const PLACE_SHARED_BYTES: u32 = 4 * 4 * 2048 + 7 * 16384;
+/// Shared memory of `c2_msm_coarse_place` besides its tile
+/// (`PLACE_FIXED_BYTES` in `cuda-kernels/msm/sort.cuh`): three words per
+/// coarse bin (2048) and 32 words of scan scratch.
+const PLACE_FIXED_BYTES: usize = 3 * 4 * 2048 + 4 * 32;
+/// Shared bytes per staged entry of the placement (base word, fine index, bin).
+const PLACE_ENTRY_BYTES: usize = 7;
+/// The placement's largest tile: ~8 entries per coarse bin and tile at
+/// 2048 bins (16 windows of c = 16).
+const PLACE_MAX_TILE: usize = 16384;
+/// The smallest tile worth the two-level sort: ~2 entries per bin and tile.
+const PLACE_MIN_TILE: usize = 4096;
+/// Shared memory the driver keeps per resident block (1 KB on sm_80+).
+const DRIVER_SHARED_PER_BLOCK: usize = 1024;
+
+/// How `c2_msm_coarse_place` launches on a device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct PlaceLaunch {
+    /// Staged entries per tile (a multiple of 1024).
+    pub(super) tile: u32,
+    /// Dynamic shared memory per block, bytes.
+    pub(super) shared: u32,
+    /// Most blocks to launch: `blocks` per SM.
+    pub(super) max_grid: u32,
+}
+
+impl PlaceLaunch {
+    /// The placement at `blocks` per SM (1 or 2) on a device with `sms`
+    /// SMs of `per_sm` shared bytes that lets a block opt in to `optin`:
+    /// the largest tile (multiple of 1024, at most 16384) that fits;
+    /// `None` where less than a 4096-entry tile fits (the global counters
+    /// sort there).
+    pub(super) fn new(blocks: u32, sms: usize, per_sm: usize, optin: usize) -> Option<Self> {
+        let blocks = blocks.clamp(1, 2);
+        let per_block = (per_sm / blocks as usize).saturating_sub(DRIVER_SHARED_PER_BLOCK).min(optin);
+        let tile = (per_block.saturating_sub(PLACE_FIXED_BYTES) / PLACE_ENTRY_BYTES / 1024 * 1024).min(PLACE_MAX_TILE);
+        (tile >= PLACE_MIN_TILE).then(|| Self {
+            tile: tile as u32,
+            shared: (PLACE_FIXED_BYTES + PLACE_ENTRY_BYTES * tile) as u32,
+            max_grid: (sms.max(1) * blocks as usize) as u32,
+        })
+    }
+}
 
 /// A grid that covers `n` items with `block` threads, capped (kernels loop).
 pub(super) fn grid(n: usize, block: u32) -> u32 {
@@ -114,8 +152,9 @@ pub struct GpuMsm {
     pub(super) kernels: Kernels,
     pub(super) g1: CurveKernels,
     pub(super) g2: CurveKernels,
-    /// The device runs the two-level sort ([`crate::Sort::TwoLevel`]).
-    pub(super) two_level_sort: bool,
+    /// How the two-level sort's placement launches here; `None`: the device
+    /// cannot run the two-level sort ([`crate::Sort::TwoLevel`]).
+    pub(super) place: Option<PlaceLaunch>,
     pub(super) state: Mutex<(Streams, Scratch)>,
     pub(super) stages: Mutex<Vec<(&'static str, f32)>>,
 }
@@ -147,12 +186,18 @@ impl GpuMsm {
             scan_blocks: k(KernelId::ScanBlocks)?,
             scan_add: k(KernelId::ScanAdd)?,
         };
-        // The two-level sort's tiled placement stages a tile in 144 KB of
-        // shared memory, above the 48 KB a launch gets without opting in;
-        // devices that allow less sort by global counters.
-        let two_level_sort = gpu.info().max_shared_per_block_optin >= PLACE_SHARED_BYTES as usize;
-        if two_level_sort {
-            kernels.coarse_place.set_max_dynamic_shared(PLACE_SHARED_BYTES).map_err(gpu_err)?;
+        // The two-level sort's tiled placement stages a tile in up to 137
+        // KB of shared memory, above the 48 KB a launch gets without opting
+        // in; at the configured blocks per SM, else one; devices without
+        // room for a 4096-entry tile sort by global counters.
+        let info = gpu.info();
+        let on_device = |blocks| {
+            PlaceLaunch::new(blocks, info.multiprocessors, info.max_shared_per_sm, info.max_shared_per_block_optin)
+        };
+        let place = on_device(config.sort_place_blocks).or_else(|| on_device(1));
+        if let Some(p) = place {
+            kernels.coarse_place.set_max_dynamic_shared(p.shared).map_err(gpu_err)?;
+            kernels.coarse_place.prefer_max_shared().map_err(gpu_err)?;
         }
         let g1 = CurveKernels::load(&gpu, CurveId::G1).map_err(gpu_err)?;
         let g2 = CurveKernels::load(&gpu, CurveId::G2).map_err(gpu_err)?;
@@ -169,7 +214,7 @@ impl GpuMsm {
             kernels,
             g1,
             g2,
-            two_level_sort,
+            place,
             state: Mutex::new((streams, Scratch::new())),
             stages: Mutex::new(Vec::new()),
         })

@@ -13,7 +13,7 @@ use crate::MsmError;
 use super::curve::GpuCurve;
 use super::inputs::{DeviceDensity, DeviceScalars};
 use super::instance::{
-    gpu_err, grid, poisoned, GpuMsm, Streams, CURVE_THREADS, INT_THREADS, PLACE_SHARED_BYTES, SORT_THREADS, SUM_GROUP,
+    gpu_err, grid, poisoned, GpuMsm, PlaceLaunch, Streams, CURVE_THREADS, INT_THREADS, SORT_THREADS, SUM_GROUP,
 };
 use super::scratch::{Scratch, Slot};
 use crate::config::{measured_accumulate_blocks, BucketSum, Sort};
@@ -423,7 +423,7 @@ impl GpuMsm {
         base: ScratchShape,
     ) -> Result<(WindowPlan, ScratchShape), MsmError> {
         let budget = self.budget()?;
-        if self.config.sort == Sort::TwoLevel && self.two_level_sort {
+        if self.config.sort == Sort::TwoLevel && self.place.is_some() {
             let two_level = base.with_sort(Sort::TwoLevel);
             if let Ok(plan) = plan_windows(m, forced, budget, &two_level) {
                 return Ok((plan, two_level));
@@ -446,8 +446,11 @@ impl GpuMsm {
         clock: &mut StageClock,
     ) -> Result<(u64, u64), MsmError> {
         let entries = scratch.entries.get((&self.memory, s), p.m * p.wn as usize).map_err(gpu_err)?.device_ptr();
-        let off = if p.two_level && p.buckets() <= TWO_LEVEL_MAX_BUCKETS && p.bins() <= SORT_COARSE_MAX {
-            self.sort_two_level(s, scratch, p, entries, clock)?
+        let place = self.place.filter(|pl| {
+            p.two_level && p.buckets() <= TWO_LEVEL_MAX_BUCKETS && p.bins() <= SORT_COARSE_MAX && pl.tile >= p.wn
+        });
+        let off = if let Some(place) = place {
+            self.sort_two_level(s, scratch, p, place, entries, clock)?
         } else {
             self.sort_global(s, scratch, p, entries, clock)?
         };
@@ -507,6 +510,7 @@ impl GpuMsm {
         s: &Stream,
         scratch: &mut Scratch,
         p: &SortPass,
+        place: PlaceLaunch,
         entries: u64,
         clock: &mut StageClock,
     ) -> Result<u64, MsmError> {
@@ -522,10 +526,9 @@ impl GpuMsm {
         let table_ptr = table.device_ptr();
         let tmp_entry = scratch.sort_tmp_entry.get(g, m * p.wn as usize).map_err(e)?.device_ptr();
         let tmp_fine = scratch.sort_tmp_fine.get(g, m * p.wn as usize).map_err(e)?.device_ptr();
-        // About one block per SM (target_threads / 1024), jobs looping: the
-        // blocks in flight bound the placement's write frontier (blocks x
-        // bins runs) that L2 holds while tiles fill them.
-        let grid1 = jobs.min(self.config.target_threads / SORT_THREADS as usize).max(1) as u32;
+        // The count: about one block per SM (target_threads / 1024), jobs
+        // looping.
+        let grid_count = jobs.min(self.config.target_threads / SORT_THREADS as usize).max(1) as u32;
         let (c, w0, wn) = p.window_args();
         let (fb, jobs64) = (sort_fine_bits(p.buckets()) as u64, jobs as u64);
         // SAFETY: each job writes the table words (bin, job) for its bins
@@ -534,7 +537,7 @@ impl GpuMsm {
         unsafe {
             self.kernels.coarse_count.launch(
                 s,
-                Launch::new(grid1, SORT_THREADS),
+                Launch::new(grid_count, SORT_THREADS),
                 (p.others, m as u64, c, w0, wn, fb, jobs64, table_ptr),
             )
         }
@@ -544,12 +547,19 @@ impl GpuMsm {
         clock.mark("sort: scan", s)?;
         // SAFETY: the scanned table gives each (bin, job) a range of exactly
         // its count below the total <= m * wn (the temporary arrays' length);
-        // PLACE_SHARED_BYTES was allowed at instance creation.
+        // `place.shared` (tile >= wn, checked by sort_pass) was allowed at
+        // instance creation. At most the configured blocks per SM, jobs
+        // looping: the blocks in flight bound the write frontier (blocks x
+        // bins runs of both temporaries: 17 MB at 132 x 2048 x 2 x 32
+        // bytes, twice that at two blocks per SM) that L2 (50 MB) holds
+        // while tiles fill the runs.
+        let grid_place = jobs.min(place.max_grid as usize).max(1) as u32;
+        let tile = place.tile as u64;
         unsafe {
             self.kernels.coarse_place.launch(
                 s,
-                Launch::new(grid1, SORT_THREADS).shared(PLACE_SHARED_BYTES),
-                (p.others, p.others_base, m as u64, c, w0, wn, fb, jobs64, table_ptr, tmp_entry, tmp_fine),
+                Launch::new(grid_place, SORT_THREADS).shared(place.shared),
+                (p.others, p.others_base, m as u64, c, w0, wn, fb, jobs64, table_ptr, tmp_entry, tmp_fine, tile),
             )
         }
         .map_err(e)?;
