@@ -195,7 +195,7 @@ __device__ __forceinline__ void reduce(const ec::xyzz<O>* buckets, uint32_t wn, 
             sum = ec::add(sum, bk[j]);
             running = ec::add(running, sum);
         }
-        // kq * S by double-and-add (kq < 2^16).
+        // kq * S by double-and-add (kq < nb <= 2^23).
         const uint32_t mult = k * q;
         ec::xyzz<O> scaled = ec::infinity<O>();
         for (int bit = 31 - __clz(mult | 1); mult && bit >= 0; bit--) {

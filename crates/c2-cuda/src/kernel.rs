@@ -33,6 +33,18 @@ impl Kernel {
         })
     }
 
+    /// Blocks of `threads` threads (with `shared` bytes of dynamic shared
+    /// memory each) that one SM holds at once: the driver's occupancy
+    /// answer from this kernel's registers and shared memory.
+    pub fn max_blocks_per_sm(&self, threads: u32, shared: usize) -> Result<u32, GpuError> {
+        let mut blocks: std::os::raw::c_int = 0;
+        // SAFETY: valid function handle; `blocks` outlives the call.
+        check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, self.f, threads as i32, shared)
+        })?;
+        Ok(blocks.max(0) as u32)
+    }
+
     /// Asks for the largest shared-memory carveout of the L1/shared array
     /// when this kernel runs, so that as many of its blocks as their
     /// shared memory allows share an SM (the driver may otherwise pick a

@@ -168,6 +168,29 @@ pub(crate) fn pass_bytes(m: usize, buckets: usize, wn: usize, shape: &ScratchSha
         + shape.threads * xyzz
 }
 
+/// Buckets per chunk (q) of the window reduction (`reduce` in
+/// `cuda-kernels/msm/pippenger.cuh`): one thread per chunk of q buckets of
+/// each of `wn` windows of `nb` buckets sums its chunk by running sums (2q
+/// point additions in sequence) and scales the chunk sum by its offset kq
+/// (double-and-add: ~1.5 operations per bit of nb - q); `resident` threads
+/// run at once. The kernel is latency-bound (each addition a chain of
+/// dependent products), so its time follows waves x the longest thread:
+/// q minimizes ceil(wn nb / q / resident) x (2q + 1.5 bits(nb - q)).
+///
+/// Before this, q came from 2^17 target threads: G2 at 2^20 (c = 14) ran
+/// q = 1, 155,648 threads each scaling one bucket, ~10 waves of ~22
+/// operations (reduce 17.0 ms of an 89.3 ms MSM, H200, session 20); G1 at
+/// c = 20 ran q = 32 (14.1 ms).
+pub fn reduce_chunk(wn: usize, nb: usize, resident: usize) -> usize {
+    let (wn, nb, resident) = (wn.max(1), nb.max(1).next_power_of_two(), resident.max(1));
+    let cost = |q: usize| {
+        let waves = (wn * nb / q).div_ceil(resident);
+        let bits = (usize::BITS - (nb - q).leading_zeros()) as usize;
+        waves * (4 * q + 3 * bits)
+    };
+    (0..=nb.trailing_zeros()).map(|k| 1usize << k).min_by_key(|&q| (cost(q), std::cmp::Reverse(q))).unwrap_or(1)
+}
+
 /// Buckets per window the two-level sort ([`crate::Sort::TwoLevel`]) takes:
 /// 2^15 (c <= 16), so a pass of 16 windows has at most 2048 coarse bins of
 /// 2^8 buckets, one block's counters in 8 KB of shared memory.
@@ -393,5 +416,31 @@ mod tests {
         let one = min_pass_budget(1 << 27, 192, threads);
         assert!((500 << 20..700 << 20).contains(&one), "{one}");
         assert!(full_pass_budget(1 << 27, 192, threads) >= 16 * (512 << 20));
+    }
+
+    /// The reduction's chunks: a power of two dividing the window, one
+    /// wave where that is cheapest, never costlier by the model than the
+    /// old choice (2^17 threads' worth of chunks).
+    #[test]
+    fn reduce_chunks_fill_one_wave_without_scaling_every_bucket() {
+        // H200-like residencies: G2's reduce at 128 threads per SM, G1's at 256.
+        let (g2, g1) = (132 * 128, 132 * 256);
+        assert_eq!(reduce_chunk(19, 1 << 13, g2), 16, "G2 2^20, c = 14 (was q = 1)");
+        assert_eq!(reduce_chunk(16, 1 << 15, g1), 16, "G1 c = 16 (was q = 4)");
+        assert_eq!(reduce_chunk(1, 1 << 4, 1 << 20), 1, "everything fits: the shortest threads");
+        let cost = |wn: usize, nb: usize, r: usize, q: usize| {
+            (wn * nb / q).div_ceil(r) * (4 * q + 3 * (usize::BITS - (nb - q).leading_zeros()) as usize)
+        };
+        for wn in [1usize, 4, 13, 16, 19, 32, 128] {
+            for c in 2..=24u32 {
+                let nb = 1usize << (c - 1);
+                for r in [1usize, 1000, g2, g1, 1 << 20] {
+                    let q = reduce_chunk(wn, nb, r);
+                    assert!(q.is_power_of_two() && q <= nb && nb.is_multiple_of(q), "{wn} {nb} {r}: {q}");
+                    let old = nb / ((1usize << 17) / wn).next_power_of_two().clamp(1, nb);
+                    assert!(cost(wn, nb, r, q) <= cost(wn, nb, r, old), "{wn} {nb} {r}: {q} vs {old}");
+                }
+            }
+        }
     }
 }

@@ -56,11 +56,19 @@ pub(super) struct CurveKernels {
     pub(super) sum_groups: Kernel,
     pub(super) sum_gathered: Kernel,
     pub(super) to_affine: Kernel,
+    /// Threads of `reduce` the device runs at once (its blocks per SM from
+    /// the driver's occupancy answer, times the SMs): what the window
+    /// reduction's chunks are sized for ([`crate::plan::reduce_chunk`]).
+    pub(super) reduce_resident: usize,
 }
 
 impl CurveKernels {
     fn load(gpu: &Gpu, curve: CurveId) -> Result<Self, GpuError> {
         let k = |step| gpu.kernel(KernelId::Curve(curve, step));
+        let reduce = k(CurveStep::Reduce)?;
+        let reduce_resident = reduce.max_blocks_per_sm(CURVE_THREADS, 0)?.max(1) as usize
+            * CURVE_THREADS as usize
+            * gpu.info().multiprocessors;
         Ok(Self {
             accumulate: k(CurveStep::Accumulate)?,
             accumulate_inline: k(CurveStep::AccumulateInline)?,
@@ -68,7 +76,8 @@ impl CurveKernels {
             accumulate_inline4: k(CurveStep::AccumulateInline4)?,
             accumulate_affine: k(CurveStep::AccumulateAffine)?,
             fixup: k(CurveStep::Fixup)?,
-            reduce: k(CurveStep::Reduce)?,
+            reduce,
+            reduce_resident,
             sum_groups: k(CurveStep::SumGroups)?,
             sum_gathered: k(CurveStep::SumGathered)?,
             to_affine: k(CurveStep::ToAffine)?,

@@ -18,7 +18,8 @@ use super::instance::{
 use super::scratch::{Scratch, Slot};
 use crate::config::{measured_accumulate_blocks, BucketSum, Sort};
 use crate::plan::{
-    plan_windows, sort_fine_bits, sort_jobs, ScratchShape, WindowPlan, SORT_COARSE_MAX, TWO_LEVEL_MAX_BUCKETS,
+    plan_windows, reduce_chunk, sort_fine_bits, sort_jobs, ScratchShape, WindowPlan, SORT_COARSE_MAX,
+    TWO_LEVEL_MAX_BUCKETS,
 };
 
 /// Kernel time per stage from CUDA events: `mark(name)` closes the stage
@@ -713,9 +714,8 @@ impl GpuMsm {
     ) -> Result<(), MsmError> {
         let xw = std::mem::size_of::<C::Xyzz>() / 8;
         let kc = self.curve::<C>();
-        let chunks_per_window = (self.config.target_threads / wn as usize).next_power_of_two().clamp(1, nb);
-        let q = nb / chunks_per_window;
-        let parts = wn as usize * chunks_per_window;
+        let q = reduce_chunk(wn as usize, nb, kc.reduce_resident);
+        let parts = wn as usize * (nb / q);
         let out = scratch.sums[0].get((&self.memory, s), parts * xw).map_err(gpu_err)?.device_ptr();
         // SAFETY: wn * nb buckets in, parts points out.
         unsafe {

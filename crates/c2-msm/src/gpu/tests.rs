@@ -48,7 +48,7 @@ fn the_placement_tile_fits_the_shared_memory() {
         for blocks in [1, 2] {
             if let Some(p) = PlaceLaunch::new(blocks, sms, per_sm, optin) {
                 assert!(p.shared as usize <= optin && blocks as usize * (p.shared as usize + 1024) <= per_sm);
-                assert!(p.tile % 1024 == 0 && (4096..=16384).contains(&p.tile), "{p:?}");
+                assert!(p.tile.is_multiple_of(1024) && (4096..=16384).contains(&p.tile), "{p:?}");
                 assert_eq!(p.shared as usize, 3 * 4 * 2048 + 4 * 32 + 7 * p.tile as usize);
             }
         }
