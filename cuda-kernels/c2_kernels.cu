@@ -145,6 +145,11 @@ extern "C" __global__ void __launch_bounds__(1024) c2_msm_fine_sort(const uint32
     msm::fine_sort(tmp_entry, tmp_fine, table, (uint32_t)jobs, (uint32_t)bins, (uint32_t)fine_bits, entries, off);
 }
 
+// Counts of an affine pair pass (msm/batch_affine.cuh).
+extern "C" __global__ void c2_msm_pair_counts(const uint32_t* off, uint64_t nbk, uint32_t* cnt) {
+    msm::pair_counts(off, (uint32_t)nbk, cnt);
+}
+
 // The curve-dependent steps, once per group (every parameter 64 bits wide,
 // so the host passes one u64 array).
 #define C2_MSM_CURVE(G, O)                                                                           \
@@ -186,6 +191,16 @@ extern "C" __global__ void __launch_bounds__(1024) c2_msm_fine_sort(const uint32
         ec::xyzz<O>* buckets, ec::xyzz<O>* head, ec::xyzz<O>* tail) {                                \
         msm::accumulate_affine<O>(bases, entries, off, (uint32_t)nbk, (uint32_t)seg, (uint32_t)batch, \
                                   acc, prefix, cur, buckets, head, tail);                            \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_pair_sums(                                               \
+        const ec::affine<O>* pts, const uint32_t* entries, const uint32_t* off_in,                   \
+        const uint32_t* off_out, uint64_t nbk, uint64_t batch, ec::affine<O>* out) {                 \
+        msm::pair_sums<O>(pts, entries, off_in, off_out, (uint32_t)nbk, (uint32_t)batch, out);       \
+    }                                                                                                \
+    extern "C" __global__ void c2_##G##_msm_fixup_heads(const uint32_t* off, uint64_t nbk,           \
+                                                        uint64_t seg, uint64_t nseg,                 \
+                                                        ec::xyzz<O>* head) {                         \
+        msm::fixup_heads<O>(off, (uint32_t)nbk, (uint32_t)seg, nseg, head);                          \
     }                                                                                                \
     extern "C" __global__ void c2_##G##_msm_fixup(const uint32_t* off, uint64_t nbk, uint64_t seg,   \
                                                   ec::xyzz<O>* buckets, const ec::xyzz<O>* head,     \

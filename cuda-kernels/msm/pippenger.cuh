@@ -16,7 +16,8 @@
 //               each, so skewed buckets cannot stall a thread; a bucket that
 //               lies inside one segment is written directly, one that crosses
 //               segment borders leaves partial sums (head/tail) that
-// 6. fixup      adds up per bucket.
+// 6. fixup      adds up per bucket (the heads of very long buckets summed
+//               in groups first: fixup_heads).
 // 7. reduce     per window, sum_j (j + 1) B_j by running sums over chunks of
 //               Q buckets: chunk k yields T_k + kQ * S_k.
 // 8. sum        chunk results are summed in groups until one point per
@@ -104,7 +105,8 @@ __device__ __forceinline__ uint32_t bucket_of(const uint32_t* off, uint32_t nbk,
 }
 
 /// Step 5: segment s = entries [s * seg, min((s + 1) * seg, total)).
-/// INLINE: the mixed addition inlined into the loop or called.
+/// INLINE: the mixed addition inlined into the loop or called. `entries`
+/// null: entry q is `bases[q]`.
 ///
 /// One flat loop over the segment's entries, the bucket change a short
 /// branch inside it: every thread of a warp runs the same number of
@@ -127,7 +129,9 @@ __device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uin
         bool starts_before = off[b] < p0;
         ec::xyzz<O> acc = ec::infinity<O>();
         for (uint64_t q = p0; q < p1; q++) {
-            const uint32_t e = entries[q];
+            // No entries: the points themselves, in bucket order (what the
+            // affine pair passes of msm/batch_affine.cuh leave).
+            const uint32_t e = entries ? entries[q] : (uint32_t)q;
             ec::affine<O> pt = bases[e & ~NEG];
             if (e & NEG) pt = ec::neg(pt);
             if constexpr (INLINE) acc = ec::add_mixed_inline(acc, pt);
@@ -144,6 +148,44 @@ __device__ __forceinline__ void accumulate(const ec::affine<O>* bases, const uin
                 while (b + 1 < nbk && end <= q + 1) end = off[++b + 1];
             }
         }
+    }
+}
+
+/// Heads per group that `fixup_heads` sums ahead of the fix-up.
+constexpr uint32_t FIXUP_GROUP = 16;
+
+// Segments s0..s1 that bucket b's entries [off[b], off[b + 1]) touch.
+__device__ __forceinline__ void bucket_segments(const uint32_t* off, uint32_t b, uint32_t seg, uint32_t& s0,
+                                                uint32_t& s1) {
+    s0 = off[b] / seg;
+    s1 = (off[b + 1] - 1) / seg;
+}
+
+/// Step 6a: in a bucket that spans more than FIXUP_GROUP segments, every
+/// FIXUP_GROUP-th head (from the bucket's second segment on) takes the sum
+/// of itself and the next FIXUP_GROUP - 1 heads of the bucket, so the
+/// fix-up's chain is ~L / 16 + 16 additions instead of L. Long buckets
+/// appear where a window holds few buckets: G2 2^20 at c = 14 has a top
+/// window of 3 bits, its 2^20 entries in ~8 buckets of ~256 segments, and
+/// one thread per bucket added them in sequence (fix-up 16.1 of 74.0 ms,
+/// H200, ncu: SMs active 3 % of the kernel's cycles).
+template <class O>
+__device__ __forceinline__ void fixup_heads(const uint32_t* off, uint32_t nbk, uint32_t seg, uint64_t nseg,
+                                            ec::xyzz<O>* head) {
+    const uint64_t total = off[nbk];
+    for (uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; s < nseg;
+         s += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t p0 = s * seg;
+        if (p0 >= total) continue;
+        const uint32_t b = bucket_of(off, nbk, p0);
+        if (off[b] >= p0) continue;  // the segment starts with its bucket: no head
+        uint32_t s0, s1;
+        bucket_segments(off, b, seg, s0, s1);
+        if (s1 - s0 <= FIXUP_GROUP || (s - s0 - 1) % FIXUP_GROUP != 0) continue;
+        ec::xyzz<O> acc = head[s];
+        const uint64_t last = min((uint64_t)s1, s + FIXUP_GROUP - 1);
+        for (uint64_t k = s + 1; k <= last; k++) acc = ec::add(acc, head[k]);
+        head[s] = acc;
     }
 }
 
@@ -165,14 +207,17 @@ __device__ __forceinline__ void fixup(const uint32_t* off, uint32_t nbk, uint32_
             if (!totals) buckets[b] = ec::infinity<O>();
             continue;
         }
-        const uint32_t s0 = s / seg, s1 = (e - 1) / seg;
+        uint32_t s0, s1;
+        bucket_segments(off, (uint32_t)b, seg, s0, s1);
         ec::xyzz<O> acc;
         if (s0 == s1) {
             if (!totals) continue;  // accumulate wrote the whole bucket
             acc = buckets[b];
         } else {
+            // Long buckets: fixup_heads summed their heads in groups.
+            const uint32_t step = s1 - s0 > FIXUP_GROUP ? FIXUP_GROUP : 1;
             acc = tail[s0];
-            for (uint32_t k = s0 + 1; k <= s1; k++) acc = ec::add(acc, head[k]);
+            for (uint32_t k = s0 + 1; k <= s1; k += step) acc = ec::add(acc, head[k]);
         }
         if (totals) totals[b] = ec::add(totals[b], acc);
         else buckets[b] = acc;

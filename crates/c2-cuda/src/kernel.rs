@@ -208,6 +208,8 @@ pub enum KernelId {
     MsmCoarsePlace,
     /// MSM: two-level sort, each coarse bin sorted by its fine buckets.
     MsmFineSort,
+    /// MSM: per bucket, the points an affine pair pass keeps.
+    MsmPairCounts,
     /// A per-group MSM step.
     Curve(CurveId, CurveStep),
 }
@@ -235,6 +237,10 @@ pub enum CurveStep {
     AccumulateInline4,
     /// Bucket sums, batched affine additions.
     AccumulateAffine,
+    /// One affine pair pass over every bucket's list.
+    PairSums,
+    /// The heads of buckets spanning many segments, summed in groups.
+    FixupHeads,
     /// Buckets that cross segment borders.
     Fixup,
     /// Running sums per window.
@@ -249,7 +255,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 41] = {
+    pub const ALL: [KernelId; 46] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -274,11 +280,14 @@ impl KernelId {
             Self::MsmCoarseCount,
             Self::MsmCoarsePlace,
             Self::MsmFineSort,
+            Self::MsmPairCounts,
             Self::Curve(G1, S::Accumulate),
             Self::Curve(G1, S::AccumulateInline),
             Self::Curve(G1, S::AccumulateInline3),
             Self::Curve(G1, S::AccumulateInline4),
             Self::Curve(G1, S::AccumulateAffine),
+            Self::Curve(G1, S::PairSums),
+            Self::Curve(G1, S::FixupHeads),
             Self::Curve(G1, S::Fixup),
             Self::Curve(G1, S::Reduce),
             Self::Curve(G1, S::SumGroups),
@@ -289,6 +298,8 @@ impl KernelId {
             Self::Curve(G2, S::AccumulateInline3),
             Self::Curve(G2, S::AccumulateInline4),
             Self::Curve(G2, S::AccumulateAffine),
+            Self::Curve(G2, S::PairSums),
+            Self::Curve(G2, S::FixupHeads),
             Self::Curve(G2, S::Fixup),
             Self::Curve(G2, S::Reduce),
             Self::Curve(G2, S::SumGroups),
@@ -323,11 +334,14 @@ impl KernelId {
             Self::MsmCoarseCount => "c2_msm_coarse_count",
             Self::MsmCoarsePlace => "c2_msm_coarse_place",
             Self::MsmFineSort => "c2_msm_fine_sort",
+            Self::MsmPairCounts => "c2_msm_pair_counts",
             Self::Curve(G1, S::Accumulate) => "c2_g1_msm_accumulate",
             Self::Curve(G1, S::AccumulateInline) => "c2_g1_msm_accumulate_inl",
             Self::Curve(G1, S::AccumulateInline3) => "c2_g1_msm_accumulate_inl3",
             Self::Curve(G1, S::AccumulateInline4) => "c2_g1_msm_accumulate_inl4",
             Self::Curve(G1, S::AccumulateAffine) => "c2_g1_msm_accumulate_affine",
+            Self::Curve(G1, S::PairSums) => "c2_g1_msm_pair_sums",
+            Self::Curve(G1, S::FixupHeads) => "c2_g1_msm_fixup_heads",
             Self::Curve(G1, S::Fixup) => "c2_g1_msm_fixup",
             Self::Curve(G1, S::Reduce) => "c2_g1_msm_reduce",
             Self::Curve(G1, S::SumGroups) => "c2_g1_msm_sum_groups",
@@ -338,6 +352,8 @@ impl KernelId {
             Self::Curve(G2, S::AccumulateInline3) => "c2_g2_msm_accumulate_inl3",
             Self::Curve(G2, S::AccumulateInline4) => "c2_g2_msm_accumulate_inl4",
             Self::Curve(G2, S::AccumulateAffine) => "c2_g2_msm_accumulate_affine",
+            Self::Curve(G2, S::PairSums) => "c2_g2_msm_pair_sums",
+            Self::Curve(G2, S::FixupHeads) => "c2_g2_msm_fixup_heads",
             Self::Curve(G2, S::Fixup) => "c2_g2_msm_fixup",
             Self::Curve(G2, S::Reduce) => "c2_g2_msm_reduce",
             Self::Curve(G2, S::SumGroups) => "c2_g2_msm_sum_groups",

@@ -32,9 +32,13 @@ enum Mix {
     Small,
 }
 
-/// Batch sizes of the batched-affine bucket sums the bench compares with XYZZ
-/// on 2^15 threads (the measured best; predicted break-even: ~140 for G1, ~48 for G2, batch_affine.cuh).
-const AFFINE_BATCHES: [u32; 3] = [128, 256, 512];
+/// Batch of the batched-affine bucket sums (chains in device memory) the
+/// bench compares with XYZZ on 2^15 threads: the best of 128 / 256 / 512
+/// measured (H200, session 21: G1 2^27 1460.7 / 1282.8 / 1182.6 ms of
+/// accumulation against XYZZ's 929.5).
+const AFFINE_BATCHES: [u32; 1] = [512];
+/// (batch, min_threads) of the affine pair passes the bench times.
+const PAIR_BATCHES: [(u32, usize); 3] = [(256, 1 << 15), (512, 1 << 15), (128, 1 << 16)];
 
 const MIXES: [Mix; 6] = [Mix::Random, Mix::Zero, Mix::One, Mix::MinusOne, Mix::Porep, Mix::Small];
 
@@ -360,6 +364,15 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         bucket_sum: Some(BucketSum::BatchedAffine { batch: 8, threads: 1 << 17 }),
         ..Default::default()
     };
+    // Affine pair passes: small batches and every pass down to one point
+    // per bucket (each pair case: doubling, cancelling, infinity, odd
+    // lists), and the bench's shape (passes while 2^10 threads stay busy).
+    let pairs =
+        GpuMsmConfig { bucket_sum: Some(BucketSum::AffinePairs { batch: 4, min_threads: 1 }), ..Default::default() };
+    let pairs_big = GpuMsmConfig {
+        bucket_sum: Some(BucketSum::AffinePairs { batch: 256, min_threads: 1 << 10 }),
+        ..Default::default()
+    };
     // The sort by global counters (the default sorts in two levels), and
     // the two-level placement at two blocks per SM (a smaller tile).
     let global_sort = GpuMsmConfig { sort: Sort::GlobalCounters, ..xyzz.clone() };
@@ -370,6 +383,8 @@ pub fn checks(gpu: Arc<Gpu>, r: &mut Report, quick: bool) -> Result<(), String> 
         (" inl3", &xyzz3),
         (" inl4", &xyzz4),
         (" affine", &affine),
+        (" pairs", &pairs),
+        (" pairs256", &pairs_big),
         (" global-sort", &global_sort),
         (" place2", &place2),
     ] {
@@ -494,22 +509,13 @@ where
                 "global-counter sort".to_string(),
                 GpuMsmConfig { sort: Sort::GlobalCounters, stage_timing: true, ..Default::default() },
             )))
-            .chain(std::iter::once((
-                "two-level sort, placement at 2 blocks/SM".to_string(),
-                GpuMsmConfig { sort_place_blocks: 2, stage_timing: true, ..Default::default() },
-            )))
-            .chain(std::iter::once((
-                "called (not inlined) bucket add".to_string(),
-                GpuMsmConfig { inline_bucket_add: false, ..Default::default() },
-            )))
-            .chain([0, 3, 4].map(|blocks| {
+            .chain(PAIR_BATCHES.iter().map(|&(batch, min_threads)| {
                 let cfg = GpuMsmConfig {
-                    accumulate_blocks: Some(blocks),
-                    bucket_sum: Some(BucketSum::Xyzz),
+                    bucket_sum: Some(BucketSum::AffinePairs { batch, min_threads }),
                     stage_timing: true,
                     ..Default::default()
                 };
-                (format!("xyzz, inlined add compiled for {blocks} blocks/SM (0: unbounded)"), cfg)
+                (format!("affine pairs, batch {batch}, passes while >= {min_threads} threads, then xyzz"), cfg)
             }))
             .chain(std::iter::once((
                 "xyzz bucket sums".to_string(),

@@ -16,6 +16,23 @@ pub enum BucketSum {
         /// Threads of the accumulation kernel (chains = threads x batch).
         threads: usize,
     },
+    /// Affine pair passes, then XYZZ: each pass halves every bucket's list
+    /// (point 2j + point 2j + 1 within the bucket), `batch` consecutive
+    /// additions per thread sharing one inversion (~6 products + 1/`batch`
+    /// inversion each, against 10 for a mixed XYZZ addition); pairs never
+    /// cross a bucket's border, so no chain leaves partial sums for the
+    /// fix-up, and no chain state outlives a pass (the prefix products wait
+    /// in the outputs). Passes run while they keep `min_threads` threads
+    /// busy; the XYZZ accumulation sums what is left
+    /// (`cuda-kernels/msm/batch_affine.cuh`, `pair_sums`). Scratch: 3/8 of
+    /// an XYZZ point per sorted entry (the first two passes' outputs).
+    AffinePairs {
+        /// Additions per thread sharing one inversion, >= 1.
+        batch: u32,
+        /// The fewest threads a pass may run (outputs / batch); below it
+        /// the passes stop.
+        min_threads: usize,
+    },
 }
 
 impl BucketSum {

@@ -58,6 +58,10 @@ pub struct ScratchShape {
     /// Extra bytes per segment (batched affine: accumulator, prefix product
     /// and bucket word of a chain).
     pub segment_state_bytes: usize,
+    /// Extra bytes per sorted entry ([`BucketSum::AffinePairs`]: the first
+    /// two pair passes' outputs, half and a quarter of an affine point per
+    /// entry), besides two more offset arrays.
+    pub entry_state_bytes: usize,
     /// The pass sorts in two levels ([`crate::Sort::TwoLevel`]): its
     /// temporary entries and count table take scratch too.
     pub two_level_sort: bool,
@@ -66,7 +70,14 @@ pub struct ScratchShape {
 impl ScratchShape {
     /// XYZZ bucket sums: one segment per thread, no chain state.
     pub fn xyzz(xyzz_bytes: usize, threads: usize) -> Self {
-        Self { xyzz_bytes, threads, segments_per_thread: 1, segment_state_bytes: 0, two_level_sort: false }
+        Self {
+            xyzz_bytes,
+            threads,
+            segments_per_thread: 1,
+            segment_state_bytes: 0,
+            entry_state_bytes: 0,
+            two_level_sort: false,
+        }
     }
 
     /// The shape of `sum` for a curve whose XYZZ points take `xyzz_bytes`
@@ -80,8 +91,13 @@ impl ScratchShape {
                 threads: affine_threads.max(1),
                 segments_per_thread: batch.max(1) as usize,
                 segment_state_bytes: xyzz_bytes / 2 + xyzz_bytes / 4 + 4,
+                entry_state_bytes: 0,
                 two_level_sort: false,
             },
+            // Affine points are half an XYZZ point: 1/2 + 1/4 of one per entry.
+            BucketSum::AffinePairs { .. } => {
+                Self { entry_state_bytes: xyzz_bytes * 3 / 8, ..Self::xyzz(xyzz_bytes, threads) }
+            }
         }
     }
 
@@ -160,7 +176,16 @@ pub(crate) fn pass_bytes(m: usize, buckets: usize, wn: usize, shape: &ScratchSha
     } else {
         0
     };
+    // Pair passes: outputs per entry, and per bucket two offset words and
+    // the odd lists' extra output in the first two passes (1/2 + 3/4 of an
+    // affine point).
+    let pairs = if shape.entry_state_bytes > 0 {
+        entries * shape.entry_state_bytes + (wn * buckets + 1) * (8 + xyzz * 5 / 8)
+    } else {
+        0
+    };
     entries * 4
+        + pairs
         + (wn * buckets + 1) * 12
         + sort
         + wn * buckets * xyzz
@@ -313,6 +338,7 @@ mod tests {
         for shape in [
             ScratchShape::xyzz(192, threads),
             ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads),
+            ScratchShape::for_bucket_sum(BucketSum::AffinePairs { batch: 256, min_threads: 1 }, 192, threads),
         ] {
             let per = pass_bytes(m, 1 << 15, 1, &shape);
             let three = pass_bytes(m, 1 << 15, 3, &shape);
@@ -326,6 +352,30 @@ mod tests {
         // Chain state counts: the batched-affine pass needs more scratch.
         let affine = ScratchShape::for_bucket_sum(BucketSum::BatchedAffine { batch: 64, threads }, 192, threads);
         assert!(pass_bytes(m, 1 << 15, 1, &affine) > pass_bytes(m, 1 << 15, 1, &ScratchShape::xyzz(192, threads)));
+    }
+
+    /// The affine pair passes' scratch: the two output buffers hold the
+    /// first two passes' most outputs ((E + B) / 2 and half of that plus
+    /// B / 2 for E entries and B buckets; later passes reuse them), and
+    /// two offset arrays.
+    #[test]
+    fn pair_passes_are_counted() {
+        let threads = 1 << 17;
+        for xyzz in [192usize, 384] {
+            let xyzz_shape = ScratchShape::xyzz(xyzz, threads);
+            let pairs =
+                ScratchShape::for_bucket_sum(BucketSum::AffinePairs { batch: 4, min_threads: 1 }, xyzz, threads);
+            for (m, c, wn) in [(1usize, 2u32, 1usize), (1000, 8, 3), (1 << 20, 14, 19), (1 << 24, 16, 16), (77, 16, 2)]
+            {
+                let (buckets, entries) = (1usize << (c - 1), m * wn);
+                let nbk = wn * buckets;
+                let out1 = (entries + nbk) / 2;
+                let out2 = (out1 + nbk) / 2;
+                let need = (out1 + out2) * xyzz / 2 + 2 * 4 * (nbk + 1);
+                let counted = pass_bytes(m, buckets, wn, &pairs) - pass_bytes(m, buckets, wn, &xyzz_shape);
+                assert!(counted >= need, "xyzz {xyzz} m {m} c {c} wn {wn}: {counted} < {need}");
+            }
+        }
     }
 
     /// The two-level sort: ~threads / 256 first-level jobs of >= 2^12

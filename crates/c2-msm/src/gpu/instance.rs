@@ -39,6 +39,7 @@ pub(super) struct Kernels {
     pub(super) coarse_count: Kernel,
     pub(super) coarse_place: Kernel,
     pub(super) fine_sort: Kernel,
+    pub(super) pair_counts: Kernel,
     pub(super) scan_blocks: Kernel,
     pub(super) scan_add: Kernel,
 }
@@ -51,6 +52,8 @@ pub(super) struct CurveKernels {
     pub(super) accumulate_inline3: Kernel,
     pub(super) accumulate_inline4: Kernel,
     pub(super) accumulate_affine: Kernel,
+    pub(super) pair_sums: Kernel,
+    pub(super) fixup_heads: Kernel,
     pub(super) fixup: Kernel,
     pub(super) reduce: Kernel,
     pub(super) sum_groups: Kernel,
@@ -75,6 +78,8 @@ impl CurveKernels {
             accumulate_inline3: k(CurveStep::AccumulateInline3)?,
             accumulate_inline4: k(CurveStep::AccumulateInline4)?,
             accumulate_affine: k(CurveStep::AccumulateAffine)?,
+            pair_sums: k(CurveStep::PairSums)?,
+            fixup_heads: k(CurveStep::FixupHeads)?,
             fixup: k(CurveStep::Fixup)?,
             reduce,
             reduce_resident,
@@ -192,6 +197,7 @@ impl GpuMsm {
             coarse_count: k(KernelId::MsmCoarseCount)?,
             coarse_place: k(KernelId::MsmCoarsePlace)?,
             fine_sort: k(KernelId::MsmFineSort)?,
+            pair_counts: k(KernelId::MsmPairCounts)?,
             scan_blocks: k(KernelId::ScanBlocks)?,
             scan_add: k(KernelId::ScanAdd)?,
         };

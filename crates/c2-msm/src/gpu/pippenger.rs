@@ -94,6 +94,20 @@ impl SortPass {
     }
 }
 
+/// Every bucket's list of points before the bucket sums: bucket b holds
+/// list positions off[b]..off[b + 1] (device addresses).
+#[derive(Clone, Copy)]
+struct Lists {
+    /// Affine points.
+    points: u64,
+    /// Position i is `points[entries[i]]` (bit 31: negated); 0: `points[i]`.
+    entries: u64,
+    /// nbk + 1 offsets.
+    off: u64,
+    /// At most this many positions in all.
+    max: usize,
+}
+
 /// What a streamed or resident run needs to know about its bases.
 pub(super) struct BaseRange {
     pub(super) ptr: u64,
@@ -605,14 +619,26 @@ impl GpuMsm {
         let max_entries = m * wn as usize;
         let pass = SortPass { others, others_base, m, c: plan.c, w0, wn, two_level: shape.two_level_sort };
         let (counts_ptr, entries) = self.sort_pass(s, scratch, &pass, clock)?;
+        // Affine pair passes first (BucketSum::AffinePairs): the XYZZ
+        // accumulation then sums the lists they leave.
+        let lists = Lists { points: range.ptr, entries, off: counts_ptr, max: max_entries };
+        let lists = match bucket_sum {
+            BucketSum::AffinePairs { batch, min_threads } => {
+                self.pair_passes::<C>(s, scratch, lists, nbk, batch, min_threads, clock)?
+            }
+            _ => lists,
+        };
+        let Lists { points, entries, off, max: max_entries } = lists;
         // Segments: enough for the target thread count (times the
         // chains per thread), >= 8 entries. XYZZ segments also span
         // >= 4 average buckets: measured on the H200, with segments
         // about one bucket long (G2 2^20 at c = 14, G1 2^24 PoRep mix)
         // the fix-up took 78 / 18 ms instead of ~1-2 ms.
-        let avg_bucket = m.div_ceil(nb);
+        let avg_bucket = max_entries.div_ceil(nbk);
         let seg = match bucket_sum {
-            BucketSum::Xyzz => max_entries.div_ceil(self.config.target_threads).max(8).max(4 * avg_bucket),
+            BucketSum::Xyzz | BucketSum::AffinePairs { .. } => {
+                max_entries.div_ceil(self.config.target_threads).max(8).max(4 * avg_bucket)
+            }
             BucketSum::BatchedAffine { .. } => max_entries.div_ceil(shape.segments(max_entries)).max(8),
         };
         let nseg = max_entries.div_ceil(seg);
@@ -620,7 +646,7 @@ impl GpuMsm {
         let head = scratch.head.get(g, nseg * xw).map_err(e)?.device_ptr();
         let tail = scratch.tail.get(g, nseg * xw).map_err(e)?.device_ptr();
         match bucket_sum {
-            BucketSum::Xyzz => {
+            BucketSum::Xyzz | BucketSum::AffinePairs { .. } => {
                 let blocks = self
                     .config
                     .accumulate_blocks
@@ -631,12 +657,13 @@ impl GpuMsm {
                     (true, 4) => &kc.accumulate_inline4,
                     (true, _) => &kc.accumulate_inline,
                 };
-                // SAFETY: kernels stay within nbk buckets and nseg segments.
+                // SAFETY: kernels stay within nbk buckets and nseg segments;
+                // `entries` (0: the points in list order) index `points`.
                 unsafe {
                     k.launch(
                         s,
                         Launch::new(grid(nseg, CURVE_THREADS), CURVE_THREADS),
-                        (range.ptr, entries, counts_ptr, nbk as u64, seg as u64, buckets, head, tail),
+                        (points, entries, off, nbk as u64, seg as u64, buckets, head, tail),
                     )
                 }
                 .map_err(e)?;
@@ -656,9 +683,9 @@ impl GpuMsm {
                         s,
                         Launch::new(grid(nseg.div_ceil(batch), CURVE_THREADS), CURVE_THREADS),
                         (
-                            range.ptr,
+                            points,
                             entries,
-                            counts_ptr,
+                            off,
                             nbk as u64,
                             seg as u64,
                             batch as u64,
@@ -680,13 +707,22 @@ impl GpuMsm {
             Target::Totals(t) => t + (w0 as usize * nb * xyzz) as u64,
             Target::Windows(_) => 0,
         };
+        // SAFETY: reads off[..=nbk]; sums heads < nseg in place.
+        unsafe {
+            kc.fixup_heads.launch(
+                s,
+                Launch::new(grid(nseg, CURVE_THREADS), CURVE_THREADS),
+                (off, nbk as u64, seg as u64, nseg as u64, head),
+            )
+        }
+        .map_err(e)?;
         // SAFETY: reads off[..=nbk] and the partials accumulate wrote;
         // writes nbk buckets (or totals) from the pass's first.
         unsafe {
             kc.fixup.launch(
                 s,
                 Launch::new(grid(nbk, CURVE_THREADS), CURVE_THREADS),
-                (counts_ptr, nbk as u64, seg as u64, buckets, head, tail, totals),
+                (off, nbk as u64, seg as u64, buckets, head, tail, totals),
             )
         }
         .map_err(e)?;
@@ -696,6 +732,65 @@ impl GpuMsm {
             self.reduce_windows::<C>(s, scratch, buckets, wn, nb, dst + (w0 as usize * xyzz) as u64, clock)?;
         }
         Ok(())
+    }
+
+    /// Affine pair passes ([`BucketSum::AffinePairs`]) over `lists` (`nbk`
+    /// buckets), while a pass keeps `min_threads` threads of `batch`
+    /// additions busy: each pass halves every bucket's list. Returns the
+    /// lists the last pass left (the points in list order), or `lists`.
+    #[allow(clippy::too_many_arguments)]
+    fn pair_passes<C: GpuCurve>(
+        &self,
+        s: &Stream,
+        scratch: &mut Scratch,
+        lists: Lists,
+        nbk: usize,
+        batch: u32,
+        min_threads: usize,
+        clock: &mut StageClock,
+    ) -> Result<Lists, MsmError> {
+        let g = (&self.memory, s);
+        let e = gpu_err;
+        let kc = self.curve::<C>();
+        let aw = std::mem::size_of::<C::Affine>() / 8;
+        let batch = batch.max(1) as usize;
+        let mut cur = lists;
+        let mut flip = 0;
+        loop {
+            // sum ceil(n_b / 2) <= (sum n_b + buckets) / 2.
+            let out_max = (cur.max + nbk) / 2;
+            let threads = out_max.div_ceil(batch);
+            if threads < min_threads.max(1) || out_max >= cur.max {
+                break;
+            }
+            let cnt = scratch.pair_off[flip].get(g, nbk + 1).map_err(e)?;
+            let cnt_ptr = cnt.device_ptr();
+            // SAFETY: reads off[..=nbk], writes cnt[..=nbk].
+            unsafe {
+                self.kernels.pair_counts.launch(
+                    s,
+                    Launch::new(grid(nbk + 1, INT_THREADS), INT_THREADS),
+                    (cur.off, nbk as u64, cnt_ptr),
+                )
+            }
+            .map_err(e)?;
+            self.scan(cnt, nbk + 1, &mut scratch.scan_tmp, s)?;
+            let out = scratch.pair_points[flip].get(g, out_max * aw).map_err(e)?.device_ptr();
+            // SAFETY: outputs below cnt[nbk] <= out_max; each thread reads
+            // list positions of its outputs' buckets (< off[nbk]).
+            unsafe {
+                kc.pair_sums.launch(
+                    s,
+                    Launch::new(grid(threads, CURVE_THREADS), CURVE_THREADS),
+                    (cur.points, cur.entries, cur.off, cnt_ptr, nbk as u64, batch as u64, out),
+                )
+            }
+            .map_err(e)?;
+            cur = Lists { points: out, entries: 0, off: cnt_ptr, max: out_max };
+            flip ^= 1;
+        }
+        clock.mark("pairs", s)?;
+        Ok(cur)
     }
 
     /// The window points of `wn` windows of `nb` buckets at `buckets` into

@@ -65,6 +65,10 @@ pub(super) struct Scratch {
     pub(super) chain_acc: Slot<u64>,
     pub(super) chain_prefix: Slot<u64>,
     pub(super) chain_bucket: Slot<u32>,
+    /// Affine pair passes: outputs (affine points as u64 words) and
+    /// offsets, alternating between passes.
+    pub(super) pair_points: [Slot<u64>; 2],
+    pub(super) pair_off: [Slot<u32>; 2],
     pub(super) sums: [Slot<u64>; 2],
     pub(super) finals: Slot<u64>,
     /// An MSM of several runs: each run's ones' point, and the bucket
@@ -124,6 +128,8 @@ impl Scratch {
             chain_acc: Slot::new(),
             chain_prefix: Slot::new(),
             chain_bucket: Slot::new(),
+            pair_points: [Slot::new(), Slot::new()],
+            pair_off: [Slot::new(), Slot::new()],
             sums: [Slot::new(), Slot::new()],
             finals: Slot::new(),
             ones_parts: Slot::new(),
