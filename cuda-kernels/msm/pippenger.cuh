@@ -161,31 +161,40 @@ __device__ __forceinline__ void bucket_segments(const uint32_t* off, uint32_t b,
     s1 = (off[b + 1] - 1) / seg;
 }
 
-/// Step 6a: in a bucket that spans more than FIXUP_GROUP segments, every
-/// FIXUP_GROUP-th head (from the bucket's second segment on) takes the sum
-/// of itself and the next FIXUP_GROUP - 1 heads of the bucket, so the
-/// fix-up's chain is ~L / 16 + 16 additions instead of L. Long buckets
-/// appear where a window holds few buckets: G2 2^20 at c = 14 has a top
-/// window of 3 bits, its 2^20 entries in ~8 buckets of ~256 segments, and
-/// one thread per bucket added them in sequence (fix-up 16.1 of 74.0 ms,
-/// H200, ncu: SMs active 3 % of the kernel's cycles).
+// Whether segments k..k + FIXUP_GROUP - 1 form a group fixup_heads summed
+// into head[k]: k on a group border and the group all heads of a bucket
+// whose last segment is s1 (the caller knows k is past the bucket's first).
+__device__ __forceinline__ bool head_group(uint64_t k, uint32_t s1) {
+    return k % FIXUP_GROUP == 0 && k + FIXUP_GROUP - 1 <= s1;
+}
+
+/// Step 6a: thread j sums the heads of segments jG..jG + G - 1 (G =
+/// FIXUP_GROUP) into head[jG] where all G are heads of one bucket, so the
+/// fix-up's chain for a bucket over L segments is ~L / G + 2G additions
+/// instead of L. Long buckets appear where a window holds few buckets:
+/// G2 2^20 at c = 14 has a top window of 3 bits, its 2^20 entries in ~8
+/// buckets of ~256 segments, and one thread per bucket added them in
+/// sequence (fix-up 16.1 of 74.0 ms, H200, ncu: SMs active 3 % of the
+/// kernel's cycles). Groups on fixed borders keep a warp's lanes on the same
+/// work (groups led by every 16th head of a bucket left 15 of 16 lanes idle:
+/// batched affine's fix-up at G1 2^24 went from 12 to 150 ms).
 template <class O>
 __device__ __forceinline__ void fixup_heads(const uint32_t* off, uint32_t nbk, uint32_t seg, uint64_t nseg,
                                             ec::xyzz<O>* head) {
     const uint64_t total = off[nbk];
-    for (uint64_t s = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; s < nseg;
-         s += (uint64_t)gridDim.x * blockDim.x) {
-        const uint64_t p0 = s * seg;
+    const uint64_t groups = nseg / FIXUP_GROUP;
+    for (uint64_t j = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; j < groups;
+         j += (uint64_t)gridDim.x * blockDim.x) {
+        const uint64_t k = j * FIXUP_GROUP, p0 = k * seg;
         if (p0 >= total) continue;
         const uint32_t b = bucket_of(off, nbk, p0);
-        if (off[b] >= p0) continue;  // the segment starts with its bucket: no head
+        if (off[b] >= p0) continue;  // segment k starts its bucket: no head
         uint32_t s0, s1;
         bucket_segments(off, b, seg, s0, s1);
-        if (s1 - s0 <= FIXUP_GROUP || (s - s0 - 1) % FIXUP_GROUP != 0) continue;
-        ec::xyzz<O> acc = head[s];
-        const uint64_t last = min((uint64_t)s1, s + FIXUP_GROUP - 1);
-        for (uint64_t k = s + 1; k <= last; k++) acc = ec::add(acc, head[k]);
-        head[s] = acc;
+        if (!head_group(k, s1)) continue;
+        ec::xyzz<O> acc = head[k];
+        for (uint64_t i = k + 1; i < k + FIXUP_GROUP; i++) acc = ec::add(acc, head[i]);
+        head[k] = acc;
     }
 }
 
@@ -214,10 +223,12 @@ __device__ __forceinline__ void fixup(const uint32_t* off, uint32_t nbk, uint32_
             if (!totals) continue;  // accumulate wrote the whole bucket
             acc = buckets[b];
         } else {
-            // Long buckets: fixup_heads summed their heads in groups.
-            const uint32_t step = s1 - s0 > FIXUP_GROUP ? FIXUP_GROUP : 1;
+            // Long buckets: fixup_heads summed whole groups of their heads.
             acc = tail[s0];
-            for (uint32_t k = s0 + 1; k <= s1; k += step) acc = ec::add(acc, head[k]);
+            for (uint32_t k = s0 + 1; k <= s1;) {
+                acc = ec::add(acc, head[k]);
+                k += head_group(k, s1) ? FIXUP_GROUP : 1;
+            }
         }
         if (totals) totals[b] = ec::add(totals[b], acc);
         else buckets[b] = acc;
