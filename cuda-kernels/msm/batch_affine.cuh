@@ -58,6 +58,22 @@ __device__ __forceinline__ Step classify(const ec::affine<O>& p, const ec::affin
     return Step::Cancel;
 }
 
+/// acc + p for an Add or Double step (Double: p == acc) whose denominator's
+/// inverse is `inv_d`: lambda = (y_p - y_acc) / d, or 3 x_acc^2 / (2 y_acc).
+template <class O>
+__device__ __forceinline__ ec::affine<O> add_divided(const ec::affine<O>& acc, const ec::affine<O>& p, Step k,
+                                                     const typename O::F& inv_d) {
+    typedef typename O::F F;
+    F num = O::sub(p.y, acc.y);
+    if (k == Step::Double) {
+        const F x2 = O::sqr(acc.x);
+        num = O::add(O::dbl(x2), x2);
+    }
+    const F lambda = O::mul(num, inv_d);
+    const F x3 = O::sub(O::sub(O::sqr(lambda), acc.x), p.x);
+    return {x3, O::sub(O::mul(lambda, O::sub(acc.x, x3)), acc.y)};
+}
+
 /// Step 5, batched affine. Launch at least ceil(nseg / batch) threads;
 /// `acc`, `prefix` and `cur` hold one slot per segment.
 template <class O>
@@ -121,16 +137,7 @@ __device__ __forceinline__ void accumulate_affine(const ec::affine<O>* bases, co
             } else if (k != Step::Idle) {
                 const F inv_d = O::mul(inv, prefix[s]);
                 inv = O::mul(inv, d);
-                // lambda = (y_P - y_acc) / d, or 3 x_acc^2 / (2 y_acc).
-                F num = O::sub(pt.y, a.y);
-                if (k == Step::Double) {
-                    const F x2 = O::sqr(a.x);
-                    num = O::add(O::dbl(x2), x2);
-                }
-                const F lambda = O::mul(num, inv_d);
-                const F x3 = O::sub(O::sub(O::sqr(lambda), a.x), pt.x);
-                a.y = O::sub(O::mul(lambda, O::sub(a.x, x3)), a.y);
-                a.x = x3;
+                a = add_divided(a, pt, k, inv_d);
             }
             const uint32_t b = word & ~HAS_POINT;
             if (p + 1 == off[b + 1] || p + 1 == p1) {
@@ -241,15 +248,7 @@ __device__ __forceinline__ void pair_sums(const ec::affine<O>* pts, const uint32
         } else {
             const F inv_d = O::mul(inv, out[o].x);
             inv = O::mul(inv, d);
-            // lambda = (y_Q - y_P) / d, or 3 x_P^2 / (2 y_P).
-            F num = O::sub(q.y, p.y);
-            if (k == Step::Double) {
-                const F x2 = O::sqr(p.x);
-                num = O::add(O::dbl(x2), x2);
-            }
-            const F lambda = O::mul(num, inv_d);
-            const F x3 = O::sub(O::sub(O::sqr(lambda), p.x), q.x);
-            out[o] = {x3, O::sub(O::mul(lambda, O::sub(p.x, x3)), p.y)};
+            out[o] = add_divided(p, q, k, inv_d);
         }
     }
 }
