@@ -112,30 +112,33 @@ extern "C" __global__ void c2_msm_split(const fr_t* scalars, uint64_t n, const u
                counters);
 }
 
-extern "C" __global__ void c2_msm_histogram(const fr_t* others, uint64_t m, uint64_t c, uint64_t w0,
-                                            uint64_t wn, uint32_t* counts) {
-    msm::histogram(others, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, counts);
+// The sort kernels take a pass's windows as (c, w0, wn, k, stride): see
+// msm::PassWindows (k = windows per copy of precomputed bases, stride = bases
+// per copy; k = floor(255 / c) + 1 and stride = 0 without copies).
+#define C2_PASS_WINDOWS uint64_t c, uint64_t w0, uint64_t wn, uint64_t k, uint64_t stride
+#define C2_PASS msm::PassWindows{(uint32_t)c, (uint32_t)w0, (uint32_t)wn, (uint32_t)k, (uint32_t)stride}
+
+extern "C" __global__ void c2_msm_histogram(const fr_t* others, uint64_t m, C2_PASS_WINDOWS, uint32_t* counts) {
+    msm::histogram(others, m, C2_PASS, counts);
 }
 
 extern "C" __global__ void c2_msm_scatter(const fr_t* others, const uint32_t* others_base, uint64_t m,
-                                          uint64_t c, uint64_t w0, uint64_t wn, uint32_t* cursor,
-                                          uint32_t* entries) {
-    msm::scatter(others, others_base, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, cursor, entries);
+                                          C2_PASS_WINDOWS, uint32_t* cursor, uint32_t* entries) {
+    msm::scatter(others, others_base, m, C2_PASS, cursor, entries);
 }
 
 // The two-level sort (msm/sort.cuh): 1024 threads per block.
-extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_count(const fr_t* others, uint64_t m, uint64_t c,
-                                                                     uint64_t w0, uint64_t wn, uint64_t fine_bits,
+extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_count(const fr_t* others, uint64_t m,
+                                                                     C2_PASS_WINDOWS, uint64_t fine_bits,
                                                                      uint64_t jobs, uint32_t* table) {
-    msm::coarse_count(others, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, (uint32_t)fine_bits, (uint32_t)jobs,
-                      table);
+    msm::coarse_count(others, m, C2_PASS, (uint32_t)fine_bits, (uint32_t)jobs, table);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) c2_msm_coarse_place(
-    const fr_t* others, const uint32_t* others_base, uint64_t m, uint64_t c, uint64_t w0, uint64_t wn,
-    uint64_t fine_bits, uint64_t jobs, const uint32_t* table, uint32_t* tmp_entry, uint8_t* tmp_fine, uint64_t tile) {
-    msm::coarse_place(others, others_base, m, (uint32_t)c, (uint32_t)w0, (uint32_t)wn, (uint32_t)fine_bits,
-                      (uint32_t)jobs, table, tmp_entry, tmp_fine, (uint32_t)tile);
+    const fr_t* others, const uint32_t* others_base, uint64_t m, C2_PASS_WINDOWS, uint64_t fine_bits, uint64_t jobs,
+    const uint32_t* table, uint32_t* tmp_entry, uint8_t* tmp_fine, uint64_t tile) {
+    msm::coarse_place(others, others_base, m, C2_PASS, (uint32_t)fine_bits, (uint32_t)jobs, table, tmp_entry,
+                      tmp_fine, (uint32_t)tile);
 }
 
 extern "C" __global__ void __launch_bounds__(1024) c2_msm_fine_sort(const uint32_t* tmp_entry,
@@ -219,6 +222,15 @@ extern "C" __global__ void c2_msm_pair_counts(const uint32_t* off, uint64_t nbk,
                                                          const uint32_t* idx, uint64_t n,            \
                                                          uint64_t group, ec::xyzz<O>* out) {         \
         msm::sum_gathered<O>(bases, idx, n, (uint32_t)group, out);                                   \
+    }                                                                                                \
+    /* Precomputed copies of fixed bases: out[i] = 2^doublings * in[i]. */                        \
+    extern "C" __global__ void c2_##G##_msm_precompute(const ec::affine<O>* in, uint64_t n,          \
+                                                       uint64_t doublings, ec::xyzz<O>* out) {       \
+        GRID_STRIDE(i, n) {                                                                          \
+            ec::xyzz<O> p = ec::from_affine(in[i]);                                                  \
+            for (uint64_t k = 0; k < doublings; k++) p = ec::dbl(p);                                 \
+            out[i] = p;                                                                              \
+        }                                                                                            \
     }                                                                                                \
     extern "C" __global__ void c2_##G##_to_affine(const ec::xyzz<O>* in, uint64_t n,                 \
                                                   ec::affine<O>* out) {                              \

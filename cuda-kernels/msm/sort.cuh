@@ -1,8 +1,9 @@
 // Counting sort of (bucket, base) entries by bucket, one pass of windows at a
 // time: steps 2-4 of pippenger.cuh (histogram, scan, scatter). Two ways:
 //
-// - Two levels (the default; windows of at most 2^15 buckets): a counting
-//   sort by coarse bin (window, bucket >> F, F = 8: <= 2048 bins per pass)
+// - Two levels (the default; windows of at most 2^19 buckets): a counting
+//   sort by coarse bin (window, bucket >> F, F = 8: <= 2048 bins per pass,
+//   so one window per pass at c = 20)
 //   whose blocks count in shared memory and take positions from scanned
 //   per-block counts (no global atomics), placing a tile of scalars'
 //   entries grouped by bin in shared memory first so that each bin's run
@@ -38,52 +39,73 @@ __device__ __forceinline__ uint32_t window_bits(const fr_t& s, uint32_t lo, uint
     return (uint32_t)(w >> sh) & ((1u << c) - 1);
 }
 
+/// The windows one pass sorts: windows w0 <= w < w0 + wn of c bits. With
+/// precomputed copies of the bases (copy j of base i = 2^(j k c) * base i,
+/// stored at index i + j * stride), the scalar's windows split into copies
+/// of k windows: window v of the pass gathers the scalar's windows j k + v
+/// of every copy j into the same buckets, with base i + j * stride. Without
+/// copies k = floor(255 / c) + 1 (every window) and stride = 0.
+struct PassWindows {
+    uint32_t c, w0, wn, k, stride;
+};
+
 /// Signed-digit recoding, one window at a time from the bottom: calls
-/// `f(w, d)` for windows w0 <= w < w_end. Windows below `top` fold digits
-/// above 2^(c-1) into a carry; window `top` = floor(255 / c) holds fewer than
-/// c bits of a scalar below 2^255 plus the carry, so its digit stays <= 2^(c-1).
+/// `f(wl, d, offset)` for the pass's windows w0 <= wl + w0 < w0 + wn in
+/// every copy (`offset`: the copy's first base index). Windows below `top`
+/// fold digits above 2^(c-1) into a carry; window `top` = floor(255 / c)
+/// holds fewer than c bits of a scalar below 2^255 plus the carry, so its
+/// digit stays <= 2^(c-1).
 template <class F>
-__device__ __forceinline__ void for_each_digit(const fr_t& s, uint32_t c, uint32_t w0, uint32_t w_end,
-                                               F f) {
-    const uint32_t top = 255 / c, half = 1u << (c - 1);
-    uint32_t carry = 0;
+__device__ __forceinline__ void for_each_digit(const fr_t& s, const PassWindows& p, F f) {
+    const uint32_t c = p.c, top = 255 / c, half = 1u << (c - 1);
+    // The last copy's windows of the pass end the walk (no copies: w0 + wn).
+    const uint32_t w_end = min(top / p.k * p.k + p.w0 + p.wn, top + 1);
+    uint32_t carry = 0, v = 0, offset = 0;
     for (uint32_t w = 0; w < w_end; w++) {
-        uint32_t v = window_bits(s, w * c, c) + carry;
-        int32_t d = (int32_t)v;
+        uint32_t x = window_bits(s, w * c, c) + carry;
+        int32_t d = (int32_t)x;
         carry = 0;
-        if (v > half && w < top) {
-            d = (int32_t)v - (int32_t)(1u << c);
+        if (x > half && w < top) {
+            d = (int32_t)x - (int32_t)(1u << c);
             carry = 1;
         }
-        if (w >= w0) f(w, d);
+        if (v >= p.w0 && v < p.w0 + p.wn) f(v - p.w0, d, offset);
+        if (++v == p.k) {
+            v = 0;
+            offset += p.stride;
+        }
     }
 }
 
-/// Global counters, step 2: counts[(w - w0) * buckets + |d| - 1] += 1 for
+/// Most entries one scalar gives a pass: a digit per window of the pass in
+/// every copy.
+__device__ __forceinline__ uint32_t entries_per_scalar(const PassWindows& p) {
+    return p.wn * (255 / p.c / p.k + 1);
+}
+
+/// Global counters, step 2: counts[wl * buckets + |d| - 1] += 1 for
 /// every nonzero digit.
-__device__ __forceinline__ void histogram(const fr_t* others, uint64_t m, uint32_t c, uint32_t w0,
-                                          uint32_t wn, uint32_t* counts) {
-    const uint32_t buckets = 1u << (c - 1);
+__device__ __forceinline__ void histogram(const fr_t* others, uint64_t m, PassWindows p, uint32_t* counts) {
+    const uint32_t buckets = 1u << (p.c - 1);
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
          i += (uint64_t)gridDim.x * blockDim.x) {
-        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-            if (d != 0) atomicAdd(&counts[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
+        for_each_digit(others[i], p, [&](uint32_t wl, int32_t d, uint32_t) {
+            if (d != 0) atomicAdd(&counts[wl * buckets + (uint32_t)abs(d) - 1], 1u);
         });
     }
 }
 
 /// Global counters, step 4: entries[cursor[bucket]++] = base index | sign.
 __device__ __forceinline__ void scatter(const fr_t* others, const uint32_t* others_base, uint64_t m,
-                                        uint32_t c, uint32_t w0, uint32_t wn, uint32_t* cursor,
-                                        uint32_t* entries) {
-    const uint32_t buckets = 1u << (c - 1);
+                                        PassWindows p, uint32_t* cursor, uint32_t* entries) {
+    const uint32_t buckets = 1u << (p.c - 1);
     for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < m;
          i += (uint64_t)gridDim.x * blockDim.x) {
         const uint32_t base = others_base[i];
-        for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+        for_each_digit(others[i], p, [&](uint32_t wl, int32_t d, uint32_t offset) {
             if (d == 0) return;
-            const uint32_t pos = atomicAdd(&cursor[(w - w0) * buckets + (uint32_t)abs(d) - 1], 1u);
-            entries[pos] = base | (d < 0 ? NEG : 0u);
+            const uint32_t pos = atomicAdd(&cursor[wl * buckets + (uint32_t)abs(d) - 1], 1u);
+            entries[pos] = (base + offset) | (d < 0 ? NEG : 0u);
         });
     }
 }
@@ -94,7 +116,7 @@ constexpr uint32_t COARSE_MAX = 2048;
 /// Most fine buckets per coarse bin: 2^8 (the fine index is one byte).
 constexpr uint32_t FINE_MAX = 256;
 
-/// The coarse bin of digit d != 0 of window w0 + wl: wl * K + (|d| - 1) >> F.
+/// The coarse bin of digit d != 0 of the pass's window wl: wl * K + (|d| - 1) >> F.
 __device__ __forceinline__ uint32_t coarse_bin(uint32_t wl, int32_t d, uint32_t K, uint32_t fine_bits) {
     return wl * K + (((uint32_t)abs(d) - 1) >> fine_bits);
 }
@@ -105,21 +127,21 @@ __device__ __forceinline__ void job_range(uint64_t m, uint32_t j, uint32_t jobs,
     hi = m * (j + 1) / jobs;
 }
 
-/// Two-level sort, level 1 counts: coarse bin g = (w - w0) * K + (b >> F),
+/// Two-level sort, level 1 counts: coarse bin g = wl * K + (b >> F),
 /// K = 2^(c-1-F) bins per window; table[g * jobs + j] = entries of job j's
 /// scalars in bin g. Launch any grid of blocks (jobs loop).
-__device__ __forceinline__ void coarse_count(const fr_t* others, uint64_t m, uint32_t c, uint32_t w0,
-                                             uint32_t wn, uint32_t fine_bits, uint32_t jobs, uint32_t* table) {
+__device__ __forceinline__ void coarse_count(const fr_t* others, uint64_t m, PassWindows p, uint32_t fine_bits,
+                                             uint32_t jobs, uint32_t* table) {
     __shared__ uint32_t count[COARSE_MAX];
-    const uint32_t K = (1u << (c - 1)) >> fine_bits, G = wn * K;
+    const uint32_t K = (1u << (p.c - 1)) >> fine_bits, G = p.wn * K;
     for (uint32_t j = blockIdx.x; j < jobs; j += gridDim.x) {
         for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) count[g] = 0;
         __syncthreads();
         uint64_t lo, hi;
         job_range(m, j, jobs, lo, hi);
         for (uint64_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-            for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-                if (d != 0) atomicAdd(&count[coarse_bin(w - w0, d, K, fine_bits)], 1u);
+            for_each_digit(others[i], p, [&](uint32_t wl, int32_t d, uint32_t) {
+                if (d != 0) atomicAdd(&count[coarse_bin(wl, d, K, fine_bits)], 1u);
             });
         }
         __syncthreads();
@@ -162,11 +184,12 @@ __device__ __forceinline__ void block_exclusive_scan(uint32_t* v, uint32_t n, ui
 /// tile of scalars is first sorted by bin in shared memory, then each bin's
 /// run goes out in consecutive lanes (~8 entries per bin and tile at 16
 /// windows of 128 bins: 4-8x fewer requests). Launch with
-/// PLACE_FIXED_BYTES + 7 * tile bytes of dynamic shared memory, tile >= wn.
+/// PLACE_FIXED_BYTES + 7 * tile bytes of dynamic shared memory, tile >=
+/// entries_per_scalar(p).
 __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t* others_base, uint64_t m,
-                                             uint32_t c, uint32_t w0, uint32_t wn, uint32_t fine_bits,
-                                             uint32_t jobs, const uint32_t* table, uint32_t* tmp_entry,
-                                             uint8_t* tmp_fine, uint32_t tile) {
+                                             PassWindows p, uint32_t fine_bits, uint32_t jobs,
+                                             const uint32_t* table, uint32_t* tmp_entry, uint8_t* tmp_fine,
+                                             uint32_t tile) {
     extern __shared__ uint32_t smem[];
     uint32_t* out_pos = smem;                       // the job's next position per bin
     uint32_t* tile_start = smem + COARSE_MAX;       // the bin's first staged slot
@@ -175,9 +198,9 @@ __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t*
     uint32_t* stage_entry = warp_sums + 32;
     uint16_t* stage_bin = (uint16_t*)(stage_entry + tile);
     uint8_t* stage_fine = (uint8_t*)(stage_bin + tile);
-    const uint32_t K = (1u << (c - 1)) >> fine_bits, G = wn * K, fine_mask = (1u << fine_bits) - 1;
-    // Scalars per tile: one per thread, at most tile / wn.
-    const uint32_t T = min(blockDim.x, tile / wn);
+    const uint32_t K = (1u << (p.c - 1)) >> fine_bits, G = p.wn * K, fine_mask = (1u << fine_bits) - 1;
+    // Scalars per tile: one per thread, at most tile / (entries per scalar).
+    const uint32_t T = min(blockDim.x, tile / entries_per_scalar(p));
     for (uint32_t j = blockIdx.x; j < jobs; j += gridDim.x) {
         for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) out_pos[g] = table[(uint64_t)g * jobs + j];
         uint64_t lo, hi;
@@ -189,8 +212,8 @@ __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t*
             __syncthreads();
             // Count the tile's entries per bin.
             if (mine)
-                for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
-                    if (d != 0) atomicAdd(&tile_fill[coarse_bin(w - w0, d, K, fine_bits)], 1u);
+                for_each_digit(others[i], p, [&](uint32_t wl, int32_t d, uint32_t) {
+                    if (d != 0) atomicAdd(&tile_fill[coarse_bin(wl, d, K, fine_bits)], 1u);
                 });
             __syncthreads();
             for (uint32_t g = threadIdx.x; g < G; g += blockDim.x) tile_start[g] = tile_fill[g];
@@ -202,11 +225,11 @@ __device__ __forceinline__ void coarse_place(const fr_t* others, const uint32_t*
             // thread's up to 16 entries in registers would spill).
             if (mine) {
                 const uint32_t base = others_base[i];
-                for_each_digit(others[i], c, w0, w0 + wn, [&](uint32_t w, int32_t d) {
+                for_each_digit(others[i], p, [&](uint32_t wl, int32_t d, uint32_t offset) {
                     if (d == 0) return;
-                    const uint32_t b = (uint32_t)abs(d) - 1, g = coarse_bin(w - w0, d, K, fine_bits);
+                    const uint32_t b = (uint32_t)abs(d) - 1, g = coarse_bin(wl, d, K, fine_bits);
                     const uint32_t k = atomicAdd(&tile_fill[g], 1u);
-                    stage_entry[k] = base | (d < 0 ? NEG : 0u);
+                    stage_entry[k] = (base + offset) | (d < 0 ? NEG : 0u);
                     stage_bin[k] = (uint16_t)g;
                     stage_fine[k] = (uint8_t)(b & fine_mask);
                 });

@@ -158,6 +158,8 @@ kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
 kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12);
+kernel_args!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11, M 12, N 13);
 
 /// The entry points of the embedded module (`cuda-kernels/c2_kernels.cu`),
 /// so a kernel is named once, here, and a typo is a compile error rather
@@ -249,13 +251,16 @@ pub enum CurveStep {
     SumGroups,
     /// Tree sums of gathered affine bases (the scalars equal to one).
     SumGathered,
+    /// Precomputed copies of fixed bases: each base doubled a given number
+    /// of times (XYZZ out).
+    Precompute,
     /// XYZZ to affine.
     ToAffine,
 }
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 46] = {
+    pub const ALL: [KernelId; 48] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -292,6 +297,7 @@ impl KernelId {
             Self::Curve(G1, S::Reduce),
             Self::Curve(G1, S::SumGroups),
             Self::Curve(G1, S::SumGathered),
+            Self::Curve(G1, S::Precompute),
             Self::Curve(G1, S::ToAffine),
             Self::Curve(G2, S::Accumulate),
             Self::Curve(G2, S::AccumulateInline),
@@ -304,6 +310,7 @@ impl KernelId {
             Self::Curve(G2, S::Reduce),
             Self::Curve(G2, S::SumGroups),
             Self::Curve(G2, S::SumGathered),
+            Self::Curve(G2, S::Precompute),
             Self::Curve(G2, S::ToAffine),
         ]
     };
@@ -346,6 +353,7 @@ impl KernelId {
             Self::Curve(G1, S::Reduce) => "c2_g1_msm_reduce",
             Self::Curve(G1, S::SumGroups) => "c2_g1_msm_sum_groups",
             Self::Curve(G1, S::SumGathered) => "c2_g1_msm_sum_gathered",
+            Self::Curve(G1, S::Precompute) => "c2_g1_msm_precompute",
             Self::Curve(G1, S::ToAffine) => "c2_g1_to_affine",
             Self::Curve(G2, S::Accumulate) => "c2_g2_msm_accumulate",
             Self::Curve(G2, S::AccumulateInline) => "c2_g2_msm_accumulate_inl",
@@ -358,6 +366,7 @@ impl KernelId {
             Self::Curve(G2, S::Reduce) => "c2_g2_msm_reduce",
             Self::Curve(G2, S::SumGroups) => "c2_g2_msm_sum_groups",
             Self::Curve(G2, S::SumGathered) => "c2_g2_msm_sum_gathered",
+            Self::Curve(G2, S::Precompute) => "c2_g2_msm_precompute",
             Self::Curve(G2, S::ToAffine) => "c2_g2_to_affine",
         }
     }

@@ -7,6 +7,7 @@
 //! ./target/release/c2-device-runner [--quick] [--skip-bench] [--only ntt|msm|facade|partition]
 //!     [--sizes 20,24,26,27] [--msm-g1 20,24,26,27] [--msm-g2 20,24,25] [--msm-porep 26]
 //!     [--msm-sweep 14,16,18]   (extra window widths timed at each size)
+//!     [--msm-copies 20x2,20x3] (precomputed copies of the bases, (width, copies), timed at each size)
 //!     [--ntt-peer-max 26]      (ec-gpu-gen's FFT and h path timed up to this size only)
 //!     [--skip-ntt-checks]      (the NTT bench without the NTT differential suite, e.g. under ncu)
 //!     [--skip-checks]          (benches only: no curve, MSM or NTT differential suite)
@@ -501,6 +502,19 @@ fn main() {
     let msm_g2 = list("--msm-g2", &[20, 24, 25]);
     let msm_porep = list("--msm-porep", &[26]);
     let msm_sweep = list("--msm-sweep", &[]);
+    // --msm-copies 20x2,20x3: precomputed copies of the bases timed at every
+    // random-scalar size ((window width, copies) each).
+    let msm_copies: Vec<(u32, u32)> = args
+        .iter()
+        .position(|a| a == "--msm-copies")
+        .and_then(|i| args.get(i + 1))
+        .map(|v| {
+            v.split(',')
+                .filter_map(|x| x.split_once('x'))
+                .filter_map(|(c, k)| Some((c.parse().ok()?, k.parse().ok()?)))
+                .collect()
+        })
+        .unwrap_or_default();
     // --ntt-peer-max 26: ec-gpu-gen's FFT and h path (bellperson's) only up
     // to this size (its h path took 14.6 s at 2^26 on the H200).
     let ntt_peer_max = list("--ntt-peer-max", &[26]).first().copied().unwrap_or(26);
@@ -630,7 +644,7 @@ fn main() {
         println!("differential tests: {:.1?}", t.elapsed());
     }
     if !skip_bench && run_msm {
-        if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep, &msm_sweep) {
+        if let Err(e) = msm::bench(gpu.clone(), &mut report, &msm_g1, &msm_g2, &msm_porep, &msm_sweep, &msm_copies) {
             report.check(format!("msm benchmarks aborted: {e}"), false);
         }
     }

@@ -338,6 +338,73 @@ where
         .msm_device_from::<C>(&d_bm, first, DeviceScalars::canonical(&d_sp), Some(&d_mask))
         .map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} device-resident runs of 4099 + mask + first base 7", C::PREFIX), got == want_m);
+
+    // Precomputed copies of the bases: every copy count from none to one
+    // window per copy, widths across both sorts (c > 20: global counters),
+    // runs of 4099 into shared totals, a pass per window, masks, and the
+    // mixes with huge buckets; each against the CPU over the plain bases.
+    let t_copies = Instant::now();
+    for (c, k) in
+        [(16u32, 1u32), (16, 2), (16, 3), (16, 16), (12, 4), (8, 5), (5, 7), (3, 86), (20, 2), (20, 3), (22, 3)]
+    {
+        let pre = m.precompute::<C>(&d_b, c, k).map_err(|e| e.to_string())?;
+        let got = m.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
+        r.check(format!("msm {}{tag} n={n} precomputed c={c} x{k}", C::PREFIX), got == want);
+    }
+    let pre = m.precompute::<C>(&d_b, 13, 4).map_err(|e| e.to_string())?;
+    let got = mr.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} precomputed c=13 x4 in runs of 4099", C::PREFIX), got == want);
+    // One window of buckets per pass (1.1 windows' scratch of this shape).
+    let window =
+        ScratchShape::for_bucket_sum(sum, xyzz, threads).with_sort(base.sort).with_copies(4).window_bytes(n, 13);
+    let cfg = GpuMsmConfig { memory_budget: Some(window * 11 / 10), target_threads: threads, ..base.clone() };
+    let m1 = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
+    let got = m1.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} precomputed c=13 x4, one window per pass", C::PREFIX), got == want);
+    let sz_canon: Vec<[u64; 4]> = sz.iter().map(canonical).collect();
+    let mut d_sz = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
+    d_sz.upload_async(0, &sz_canon, &stream).map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    let got = mr.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_sz), None).map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} precomputed c=13 x4, runs of 4099, zero / one runs", C::PREFIX), got == want_z);
+    // The mask's bases without the 7 in front of them.
+    let mut d_bm_aux = gpu.alloc::<C::Affine>(mask.count_ones()).map_err(|e| e.to_string())?;
+    d_bm_aux.copy_range_from_async(0, &d_bm, first, mask.count_ones(), &stream).map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    let pre_m = m.precompute::<C>(&d_bm_aux, 16, 3).map_err(|e| e.to_string())?;
+    let got =
+        m.msm_precomputed::<C>(&pre_m, DeviceScalars::canonical(&d_sp), Some(&d_mask)).map_err(|e| e.to_string())?;
+    r.check(format!("msm {}{tag} n={n} precomputed c=16 x3 + mask 40% porep", C::PREFIX), got == want_m);
+    for (label, bases, mix) in [
+        ("all bases infinity", &inf, Mix::Random),
+        ("all bases equal", &same, Mix::Random),
+        ("all bases equal, small scalars", &same, Mix::Small),
+        ("porep mix", &all[..5000].to_vec(), Mix::Porep),
+        ("r - 1", &all[..5000].to_vec(), Mix::MinusOne),
+    ] {
+        let sc = scalars(bases.len(), mix, 23);
+        let want = C::cpu(bases, &sc, None);
+        let mut d = gpu.alloc::<C::Affine>(bases.len()).map_err(|e| e.to_string())?;
+        d.upload_async(0, bases, &stream).map_err(|e| e.to_string())?;
+        let cs: Vec<[u64; 4]> = sc.iter().map(canonical).collect();
+        let mut d_c = gpu.alloc::<[u64; 4]>(cs.len()).map_err(|e| e.to_string())?;
+        d_c.upload_async(0, &cs, &stream).map_err(|e| e.to_string())?;
+        stream.synchronize().map_err(|e| e.to_string())?;
+        for (c, k) in [(16u32, 3u32), (10, 9)] {
+            let pre = m.precompute::<C>(&d, c, k).map_err(|e| e.to_string())?;
+            let got = m.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_c), None).map_err(|e| e.to_string())?;
+            r.check(format!("msm {}{tag} n=5000 precomputed c={c} x{k} {label}", C::PREFIX), got == want);
+        }
+    }
+    // Requests the copies cannot serve are typed errors.
+    for (c, k) in [(16u32, 0u32), (16, 17), (25, 2), (1, 2)] {
+        let err = m.precompute::<C>(&d_b, c, k);
+        r.check(
+            format!("msm {}{tag} precompute c={c} x{k} refused", C::PREFIX),
+            matches!(err, Err(c2_msm::MsmError::BadCopies { .. })),
+        );
+    }
+    println!("msm {}{tag} precomputed-copies checks: {:.1?}", C::PREFIX, t_copies.elapsed());
     Ok(())
 }
 
@@ -445,6 +512,7 @@ fn bench_curve<C: Oracle>(
     mix: Mix,
     with_ec: bool,
     sweep: &[u32],
+    copies: &[(u32, u32)],
 ) -> Result<(), String>
 where
     C::Affine: ec_gpu::GpuName + PrimeCurveAffine<Scalar = Scalar> + Send + Sync,
@@ -551,6 +619,39 @@ where
             r.bench.push(format!("     variant {} 2^{log_n} {mix:?}: {c} {ms:.1} ms{stages}", C::PREFIX));
             println!("{}", r.bench.last().expect("pushed"));
         }
+        // Precomputed copies of the bases ((c, copies) each): build time,
+        // device bytes, the MSM (median of 3) and its stages.
+        for &(c, k) in copies.iter().filter(|_| mix == Mix::Random) {
+            let cfg = GpuMsmConfig { stage_timing: true, ..Default::default() };
+            let mp = GpuMsm::with_config(gpu.clone(), cfg).map_err(|x| x.to_string())?;
+            let t = Instant::now();
+            let pre = match mp.precompute::<C>(&d_b, c, k) {
+                Ok(p) => p,
+                Err(err) => {
+                    r.bench.push(format!("     copies {} 2^{log_n}: c={c} x{k} not built: {err}", C::PREFIX));
+                    println!("{}", r.bench.last().expect("pushed"));
+                    continue;
+                }
+            };
+            let build_ms = t.elapsed().as_secs_f64() * 1e3;
+            let check = format!("msm {} 2^{log_n} precomputed c={c} x{k} equals the default run", C::PREFIX);
+            let mut times = Vec::new();
+            for _ in 0..3 {
+                times.push(time_twice(r, check.clone(), &ours, || {
+                    mp.msm_precomputed::<C>(&pre, DeviceScalars::montgomery(&d_s), None)
+                })?);
+            }
+            let stages: Vec<String> = mp.last_stage_times().iter().map(|(n, t)| format!("{n} {t:.1}")).collect();
+            r.bench.push(format!(
+                "     copies {} 2^{log_n}: c={c} x{k} ({} windows of buckets, {:.1} GB of points, built in {build_ms:.0} ms): {:.1} ms ({})",
+                C::PREFIX,
+                c2_msm::plan::copy_windows(c, k),
+                pre.device_bytes() as f64 * 1e-9,
+                median(times),
+                stages.join(", ")
+            ));
+            println!("{}", r.bench.last().expect("pushed"));
+        }
         // Bases in pageable host memory, through the pinned staging path
         // (c2_cuda::Stager): uploaded whole, then computed, vs streamed in 4
         // chunks with the next upload overlapping.
@@ -611,7 +712,8 @@ where
 
 /// MSM benchmark: ours with bases resident, the pinned upload, and ec-gpu-gen
 /// (bellperson 0.27's GPU multiexp, which uploads from pageable memory).
-/// `sweep`: window widths also timed (resident) at every random-scalar size.
+/// `sweep`: window widths also timed (resident) at every random-scalar size;
+/// `copies`: precomputed copies of the bases, (c, copies) each, timed there too.
 pub fn bench(
     gpu: Arc<Gpu>,
     r: &mut Report,
@@ -619,6 +721,7 @@ pub fn bench(
     g2_sizes: &[u32],
     porep: &[u32],
     sweep: &[u32],
+    copies: &[(u32, u32)],
 ) -> Result<(), String> {
     r.bench.push(format!(
         "{:>4} {:>6} {:>8} | {:>12} {:>12} {:>14} | {:>14} {:>8} | {:>16} {:>16}",
@@ -633,9 +736,9 @@ pub fn bench(
         "sppark ms (pts res)",
         "sppark ms (all up)"
     ));
-    bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true, sweep)?;
-    bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true, &[])?;
-    bench_curve::<G2>(&gpu, r, g2_sizes, Mix::Random, true, sweep)?;
+    bench_curve::<G1>(&gpu, r, g1_sizes, Mix::Random, true, sweep, copies)?;
+    bench_curve::<G1>(&gpu, r, porep, Mix::Porep, true, &[], &[])?;
+    bench_curve::<G2>(&gpu, r, g2_sizes, Mix::Random, true, sweep, copies)?;
     Ok(())
 }
 

@@ -71,7 +71,8 @@ pub enum Sort {
     /// atomics and 4-8x fewer memory requests for 5 more bytes of scratch
     /// per entry ([`crate::plan::SORT_TMP_BYTES`]). H200, G1 2^27 (session
     /// 20): 60.7 vs 120.8 ms, the MSM 1002.6 vs 1062.6. Windows of at most
-    /// [`crate::plan::TWO_LEVEL_MAX_BUCKETS`] buckets (c <= 16) on devices
+    /// [`crate::plan::TWO_LEVEL_MAX_BUCKETS`] buckets (c <= 20; one window
+    /// per pass at c = 20, 2048 coarse bins) on devices
     /// that let a block opt in to 144 KB of shared memory (sm_80, sm_90),
     /// where one window fits the budget with its scratch; elsewhere the
     /// global counters sort.

@@ -56,6 +56,20 @@ pub enum MsmError {
     /// ([`c2_cuda::GpuError::is_out_of_memory`]).
     #[error(transparent)]
     Gpu(#[from] c2_cuda::GpuError),
+    /// Precomputed copies of bases that cannot be built: a window width
+    /// outside 2..=24, no copies or more than the scalar's windows, or more
+    /// than 2^31 points in all (base words carry a sign bit).
+    #[error("{copies} precomputed copies of {bases} bases for {c}-bit windows: {reason}")]
+    BadCopies {
+        /// Window width asked for.
+        c: u32,
+        /// Copies asked for.
+        copies: u32,
+        /// Bases per copy.
+        bases: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
     /// Any other backend failure (an invalid request to a GPU kernel, an
     /// injected fault), with its message.
     #[error("{backend} MSM backend failed: {message}")]

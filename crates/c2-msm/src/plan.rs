@@ -12,7 +12,9 @@ use crate::config::BucketSum;
 pub struct WindowPlan {
     /// Window width in bits.
     pub c: u32,
-    /// Windows in all: floor(255 / c) + 1.
+    /// Windows (bucket sets) in all: floor(255 / c) + 1, or with
+    /// precomputed copies of the bases the windows of one copy
+    /// ([`copy_windows`]).
     pub windows: u32,
     /// Windows sorted and summed per pass (memory).
     pub per_pass: u32,
@@ -23,6 +25,14 @@ impl WindowPlan {
     pub fn buckets(&self) -> usize {
         1 << (self.c - 1)
     }
+}
+
+/// Windows of one copy of bases precomputed `copies` times for c-bit
+/// windows: the scalar's floor(255 / c) + 1 windows split into `copies`
+/// runs of this many (copy j holds 2^(j k c) times each base, k this
+/// number), the last run possibly shorter. One copy: every window.
+pub fn copy_windows(c: u32, copies: u32) -> u32 {
+    (255 / c.max(1) + 1).div_ceil(copies.max(1))
 }
 
 /// Work units of a Pippenger with window c over m scalars: one mixed
@@ -65,6 +75,10 @@ pub struct ScratchShape {
     /// The pass sorts in two levels ([`crate::Sort::TwoLevel`]): its
     /// temporary entries and count table take scratch too.
     pub two_level_sort: bool,
+    /// Copies of the bases (precomputed multiples, [`copy_windows`]): every
+    /// window of a pass gathers one digit per scalar from each copy, so a
+    /// pass holds up to `copies` entries per scalar and window. 1: none.
+    pub copies: usize,
 }
 
 impl ScratchShape {
@@ -77,6 +91,7 @@ impl ScratchShape {
             segment_state_bytes: 0,
             entry_state_bytes: 0,
             two_level_sort: false,
+            copies: 1,
         }
     }
 
@@ -93,6 +108,7 @@ impl ScratchShape {
                 segment_state_bytes: xyzz_bytes / 2 + xyzz_bytes / 4 + 4,
                 entry_state_bytes: 0,
                 two_level_sort: false,
+                copies: 1,
             },
             // Affine points are half an XYZZ point: 1/2 + 1/4 of one per entry.
             BucketSum::AffinePairs { .. } => {
@@ -104,6 +120,23 @@ impl ScratchShape {
     /// The same shape sorting by `sort`.
     pub fn with_sort(self, sort: crate::Sort) -> Self {
         Self { two_level_sort: sort == crate::Sort::TwoLevel, ..self }
+    }
+
+    /// The same shape over bases precomputed `copies` times.
+    pub fn with_copies(self, copies: usize) -> Self {
+        Self { copies: copies.max(1), ..self }
+    }
+
+    /// The most windows one pass of the two-level sort takes at `buckets`
+    /// buckets per window: its coarse bins (2^8 buckets each) within the
+    /// kernels' shared counters ([`SORT_COARSE_MAX`]); unbounded for the
+    /// global counters.
+    fn sort_windows(&self, buckets: usize) -> usize {
+        if self.two_level_sort && buckets <= TWO_LEVEL_MAX_BUCKETS {
+            (SORT_COARSE_MAX / (buckets >> sort_fine_bits(buckets)).max(1)).max(1)
+        } else {
+            usize::MAX
+        }
     }
 
     /// Device scratch bytes of a pass of one window of an MSM over `m`
@@ -120,7 +153,8 @@ impl ScratchShape {
     }
 }
 
-/// Chooses c (2..=16) by `plan_cost` (windows x (m + weight x buckets)), then how many windows fit a pass.
+/// Chooses c (2..=16) by `plan_cost` (windows x (m + weight x buckets)), then how many windows fit a pass
+/// (with precomputed copies, `shape.copies`, c is the copies' and forced).
 pub fn plan_windows(
     m: usize,
     forced: Option<u32>,
@@ -138,15 +172,15 @@ pub fn plan_windows(
             (2..=16).min_by(|&a, &b| plan_cost(m, a, w).total_cmp(&plan_cost(m, b, w))).unwrap_or(16)
         }
     };
-    let windows = 255 / c + 1;
+    let windows = copy_windows(c, shape.copies as u32);
     let per_window = shape.window_bytes(m, c);
     // Offsets are u32: entries of one pass must stay below 2^32.
-    let by_offsets = ((u32::MAX as usize) / m.max(1)).max(1);
+    let by_offsets = ((u32::MAX as usize) / (m.max(1) * shape.copies.max(1))).max(1);
     // The most windows whose pass fits (a pass's sort table and thread
     // scratch are shared by its windows, so this may exceed budget / one
     // window's bytes).
     let buckets = 1usize << (c - 1);
-    let per_pass = (1..=(windows as usize).min(by_offsets))
+    let per_pass = (1..=(windows as usize).min(by_offsets).min(shape.sort_windows(buckets)))
         .rev()
         .find(|&wn| pass_bytes(m, buckets, wn, shape) <= budget)
         .unwrap_or(0);
@@ -165,7 +199,7 @@ pub fn plan_windows(
 /// two-level sort's temporary entries and count table, buckets, segment
 /// partials, reduction outputs).
 pub(crate) fn pass_bytes(m: usize, buckets: usize, wn: usize, shape: &ScratchShape) -> usize {
-    let entries = m * wn;
+    let entries = m * wn * shape.copies.max(1);
     let segments = shape.segments(entries) + 1;
     let xyzz = shape.xyzz_bytes;
     let sort = if shape.two_level_sort && buckets <= TWO_LEVEL_MAX_BUCKETS {
@@ -216,14 +250,31 @@ pub fn reduce_chunk(wn: usize, nb: usize, resident: usize) -> usize {
     (0..=nb.trailing_zeros()).map(|k| 1usize << k).min_by_key(|&q| (cost(q), std::cmp::Reverse(q))).unwrap_or(1)
 }
 
+/// Entries per segment of the XYZZ bucket sums of a pass with `entries`
+/// sorted entries in `nbk` buckets, aiming at `threads` segments: at least
+/// 8, and at least 4 average buckets (measured on the H200, session 9:
+/// with segments about one bucket long, G2 2^20 at c = 14 and G1 2^24 PoRep
+/// mix, the fix-up took 78 / 18 ms instead of ~1-2 ms), but never fewer
+/// than `threads / 16` segments: with few buckets and many entries
+/// (precomputed copies at a narrow width: c = 3 with 86 copies puts 1.7 M
+/// entries of 20,000 scalars into 4 buckets) four buckets' length left one
+/// thread adding them all (the fix-up sums long buckets' heads in groups).
+pub fn xyzz_segment(entries: usize, nbk: usize, threads: usize) -> usize {
+    let floor = entries.div_ceil(threads.max(1)).max(8);
+    let avg_bucket = entries.div_ceil(nbk.max(1));
+    floor.max((4 * avg_bucket).min(entries.div_ceil((threads / 16).max(1))))
+}
+
 /// Buckets per window the two-level sort ([`crate::Sort::TwoLevel`]) takes:
-/// 2^15 (c <= 16), so a pass of 16 windows has at most 2048 coarse bins of
-/// 2^8 buckets, one block's counters in 8 KB of shared memory.
-pub const TWO_LEVEL_MAX_BUCKETS: usize = 1 << 15;
+/// 2^19 (c <= 20), the most whose coarse bins of 2^8 buckets (2048 at c =
+/// 20) fit one block's counters in 8 KB of shared memory; a pass holds as
+/// many windows as fit them (16 at c = 16, one at c = 20).
+pub const TWO_LEVEL_MAX_BUCKETS: usize = 1 << 19;
 
 /// Coarse bins of one pass the two-level sort's first level counts in a
 /// block's shared memory (`COARSE_MAX` in `cuda-kernels/msm/sort.cuh`): 16
-/// windows x 2^7 at c = 16; every plan of <= 2^15 buckets stays within it.
+/// windows x 2^7 at c = 16, one window of 2^11 at c = 20 (the plans'
+/// passes stay within it).
 pub const SORT_COARSE_MAX: usize = 2048;
 
 /// Bytes per entry of the two-level sort's temporary copy: the base word
@@ -389,15 +440,25 @@ mod tests {
         assert_eq!(sort_jobs(1, threads), 1);
         assert_eq!(sort_jobs(1 << 27, 64), 1);
         assert_eq!((sort_fine_bits(1 << 15), sort_fine_bits(1 << 4), sort_fine_bits(1)), (8, 4, 0));
-        // Every width the sort takes fits the kernels' coarse counters.
-        for c in 1..=16u32 {
+        // Every width the sort takes fits the kernels' coarse counters in
+        // every pass the plan makes: all windows at c <= 16, one at c = 20.
+        let two = ScratchShape::xyzz(192, threads).with_sort(crate::Sort::TwoLevel);
+        for c in 2..=20u32 {
             let b = 1usize << (c - 1);
-            assert!((255 / c + 1) as usize * (b >> sort_fine_bits(b)) <= SORT_COARSE_MAX, "c = {c}");
+            for copies in [1usize, 3] {
+                let p = plan_windows(1 << 20, Some(c), BIG, &two.with_copies(copies)).unwrap();
+                assert!(p.per_pass as usize * (b >> sort_fine_bits(b)) <= SORT_COARSE_MAX, "c = {c}");
+                assert_eq!(p.per_pass == p.windows, c <= 16 || copies * p.per_pass as usize >= 16, "c = {c} x{copies}");
+            }
         }
+        assert_eq!(plan_windows(1 << 20, Some(20), BIG, &two).unwrap().per_pass, 1);
+        assert_eq!(plan_windows(1 << 20, Some(18), BIG, &two).unwrap().per_pass, 4);
+        // Wider windows sort by the global counters: no bound.
+        assert_eq!(plan_windows(1 << 20, Some(22), BIG, &two).unwrap().per_pass, 12);
         // 2^27 G1, 16 windows: 16 x 128 coarse bins x 512 jobs.
         assert_eq!(sort_table_words(1 << 27, 1 << 15, 16, threads), (1 << 20) + 1);
         // Doubling the buckets adds their counts and points (12 + 192 bytes
-        // each per window) and, up to 2^15, a larger table; at 2^16 (global
+        // each per window) and, up to 2^19, a larger table; at 2^20 (global
         // counters) the temporary entries and the table are gone.
         let shape = ScratchShape::xyzz(192, threads).with_sort(crate::Sort::TwoLevel);
         let (m, wn) = (1usize << 20, 2);
@@ -408,7 +469,7 @@ mod tests {
         };
         let per_bucket = wn * (12 + 192);
         assert_eq!(pass(1 << 15) - pass(1 << 14), (1 << 14) * per_bucket + table(1 << 15) - table(1 << 14));
-        assert_eq!(pass(1 << 16) + table(1 << 15) + m * wn * SORT_TMP_BYTES, pass(1 << 15) + (1 << 15) * per_bucket);
+        assert_eq!(pass(1 << 20) + table(1 << 19) + m * wn * SORT_TMP_BYTES, pass(1 << 19) + (1 << 19) * per_bucket);
         // Sorting by global counters, none of it.
         let global = ScratchShape::xyzz(192, threads);
         assert_eq!(pass(1 << 15), pass_bytes(m, 1 << 15, wn, &global) + table(1 << 15) + m * wn * SORT_TMP_BYTES);
@@ -426,6 +487,50 @@ mod tests {
         }
         assert_eq!(totals_bytes(192, 0), 16 * (1 << 15) * 192);
         assert_eq!(totals_bytes(384, 10) - totals_bytes(384, 0), 10 * 384);
+    }
+
+    /// XYZZ segments: the old rule (>= 4 average buckets) wherever a pass
+    /// has >= 2^15 buckets (every default plan of a large MSM), never
+    /// fewer than threads / 16 segments.
+    #[test]
+    fn xyzz_segments_stay_many() {
+        let t = 1 << 17;
+        let old = |e: usize, b: usize| e.div_ceil(t).max(8).max(4 * e.div_ceil(b));
+        // G1 2^27 at c = 16, G2 2^20 at c = 14, the G1 2^24 PoRep mix at c = 13.
+        for (e, b) in [(16usize << 27, 16usize << 15), (19 << 20, 19 << 13), (20 * 335_000, 20 << 12)] {
+            assert_eq!(xyzz_segment(e, b, t), old(e, b), "{e} {b}");
+        }
+        // 86 copies at c = 3: 4 buckets.
+        let (e, b) = (86 * 20_000, 4);
+        assert_eq!(old(e, b), e);
+        assert!((t / 32..=t / 16).contains(&e.div_ceil(xyzz_segment(e, b, t))));
+        assert_eq!(xyzz_segment(0, 1, t), 8);
+        assert_eq!(xyzz_segment(5, 0, 0), 8);
+    }
+
+    /// Precomputed copies: the windows split into copies of
+    /// ceil(windows / copies) (the last one shorter), one set of buckets per
+    /// window of a copy, a pass holding an entry per scalar, window and copy.
+    #[test]
+    fn copies_share_buckets() {
+        let cases = [(16, 1, 16), (16, 2, 8), (16, 3, 6), (16, 16, 1), (20, 1, 13), (20, 3, 5), (3, 86, 1), (22, 4, 3)];
+        for (c, copies, k) in cases {
+            assert_eq!(copy_windows(c, copies), k, "c = {c} x{copies}");
+            // Every window of the scalar lands in some copy, none twice.
+            let windows = 255 / c + 1;
+            assert!(k * copies >= windows && k * (copies - 1) < windows, "c = {c} x{copies}");
+        }
+        let (m, threads) = (1usize << 20, 1 << 17);
+        let one = ScratchShape::xyzz(192, threads);
+        let three = one.with_copies(3);
+        let p = plan_windows(m, Some(16), BIG, &three).unwrap();
+        assert_eq!((p.c, p.windows, p.per_pass), (16, 6, 6));
+        // Three copies: three times the entries, a third of the buckets.
+        let b = 1 << 15;
+        assert_eq!(pass_bytes(m, b, 1, &three) - pass_bytes(m, b, 1, &one), 2 * m * 4);
+        // Offsets stay u32: at 2^27 bases x 3 copies, at most 10 windows per pass.
+        let p = plan_windows(1 << 27, Some(16), BIG, &three).unwrap();
+        assert!(p.per_pass as usize * 3 * (1 << 27) <= u32::MAX as usize, "{p:?}");
     }
 
     #[test]

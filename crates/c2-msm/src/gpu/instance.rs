@@ -58,6 +58,8 @@ pub(super) struct CurveKernels {
     pub(super) reduce: Kernel,
     pub(super) sum_groups: Kernel,
     pub(super) sum_gathered: Kernel,
+    /// Bases doubled a given number of times (precomputed copies).
+    pub(super) precompute: Kernel,
     pub(super) to_affine: Kernel,
     /// Threads of `reduce` the device runs at once (its blocks per SM from
     /// the driver's occupancy answer, times the SMs): what the window
@@ -85,6 +87,7 @@ impl CurveKernels {
             reduce_resident,
             sum_groups: k(CurveStep::SumGroups)?,
             sum_gathered: k(CurveStep::SumGathered)?,
+            precompute: k(CurveStep::Precompute)?,
             to_affine: k(CurveStep::ToAffine)?,
         })
     }

@@ -16,7 +16,8 @@
 //! each importing only those before it: `curve` (the groups), `inputs`
 //! (scalars and masks on the device), `scratch` (device scratch slots), `instance` ([`GpuMsm`]: kernels,
 //! streams, budget, mask upload, prefix sums), `pippenger` (the bucket
-//! pipeline of one run), `resident` (bases on the device), `streaming`
+//! pipeline of one run), `resident` (bases on the device), `precomputed` (fixed
+//! bases with precomputed multiples), `streaming`
 //! (bases from host memory, and the host-level [`crate::Msm`] trait). This
 //! module only declares and re-exports them.
 
@@ -24,6 +25,7 @@ mod curve;
 mod inputs;
 mod instance;
 mod pippenger;
+mod precomputed;
 mod resident;
 mod scratch;
 mod streaming;
@@ -35,3 +37,4 @@ pub use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 pub use curve::{GpuCurve, G1, G2};
 pub use inputs::{DeviceDensity, DeviceScalars};
 pub use instance::GpuMsm;
+pub use precomputed::PrecomputedBases;

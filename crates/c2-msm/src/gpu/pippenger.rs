@@ -18,7 +18,7 @@ use super::instance::{
 use super::scratch::{Scratch, Slot};
 use crate::config::{measured_accumulate_blocks, BucketSum, Sort};
 use crate::plan::{
-    plan_windows, reduce_chunk, sort_fine_bits, sort_jobs, ScratchShape, WindowPlan, SORT_COARSE_MAX,
+    plan_windows, reduce_chunk, sort_fine_bits, sort_jobs, xyzz_segment, ScratchShape, WindowPlan, SORT_COARSE_MAX,
     TWO_LEVEL_MAX_BUCKETS,
 };
 
@@ -71,6 +71,11 @@ struct SortPass {
     /// The plan left room for the two-level sort's scratch
     /// ([`ScratchShape::two_level_sort`]).
     two_level: bool,
+    /// Precomputed copies of the bases: `copies` of `k` windows each,
+    /// `stride` bases apart (one copy: k = every window, stride 0).
+    copies: usize,
+    k: u32,
+    stride: usize,
 }
 
 impl SortPass {
@@ -88,9 +93,15 @@ impl SortPass {
         self.nbk() >> sort_fine_bits(self.buckets())
     }
 
-    /// (c, w0, wn) as the sort kernels take them.
-    fn window_args(&self) -> (u64, u64, u64) {
-        (self.c as u64, self.w0 as u64, self.wn as u64)
+    /// Most entries of the pass: a digit per scalar, window and copy.
+    fn max_entries(&self) -> usize {
+        self.m * self.wn as usize * self.copies
+    }
+
+    /// (c, w0, wn, k, stride) as the sort kernels take them
+    /// (`msm::PassWindows`).
+    fn window_args(&self) -> (u64, u64, u64, u64, u64) {
+        (self.c as u64, self.w0 as u64, self.wn as u64, self.k as u64, self.stride as u64)
     }
 }
 
@@ -113,6 +124,19 @@ pub(super) struct BaseRange {
     pub(super) ptr: u64,
     pub(super) lo: usize,
     pub(super) hi: usize,
+    /// Precomputed copies of the bases (1: none; see
+    /// [`crate::plan::copy_windows`]): copy j of base i at index
+    /// i + j * stride from `ptr`, built for `c`-bit windows.
+    pub(super) copies: Option<Copies>,
+}
+
+/// Bases precomputed for `c`-bit windows in `copies` copies, `stride` bases
+/// apart.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Copies {
+    pub(super) c: u32,
+    pub(super) copies: u32,
+    pub(super) stride: usize,
 }
 
 /// Where a window pass leaves its windows.
@@ -290,11 +314,14 @@ impl GpuMsm {
         // 3. Others: Pippenger, `per_pass` windows at a time.
         if m > 0 {
             let bucket_sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
-            let base = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads);
+            let copies = range.copies.map_or(1, |k| k.copies as usize);
+            let base = ScratchShape::for_bucket_sum(bucket_sum, xyzz, self.config.target_threads).with_copies(copies);
+            // Precomputed bases fix the width.
+            let width = range.copies.map(|k| k.c).or(self.config.window_bits);
             let (plan, shape) = match sum.plan {
                 Some(first) => self.plan_passes(m, Some(first.c), base)?,
                 None => {
-                    let (p, shape) = self.plan_passes(m, self.config.window_bits, base)?;
+                    let (p, shape) = self.plan_passes(m, width, base)?;
                     sum.plan = Some(p);
                     if sum.runs > 1 {
                         let words = p.windows as usize * p.buckets() * xw;
@@ -460,9 +487,12 @@ impl GpuMsm {
         p: &SortPass,
         clock: &mut StageClock,
     ) -> Result<(u64, u64), MsmError> {
-        let entries = scratch.entries.get((&self.memory, s), p.m * p.wn as usize).map_err(gpu_err)?.device_ptr();
+        let entries = scratch.entries.get((&self.memory, s), p.max_entries()).map_err(gpu_err)?.device_ptr();
         let place = self.place.filter(|pl| {
-            p.two_level && p.buckets() <= TWO_LEVEL_MAX_BUCKETS && p.bins() <= SORT_COARSE_MAX && pl.tile >= p.wn
+            p.two_level
+                && p.buckets() <= TWO_LEVEL_MAX_BUCKETS
+                && p.bins() <= SORT_COARSE_MAX
+                && pl.tile as usize >= p.wn as usize * p.copies
         });
         let off = if let Some(place) = place {
             self.sort_two_level(s, scratch, p, place, entries, clock)?
@@ -488,13 +518,13 @@ impl GpuMsm {
         let counts = scratch.counts.get(g, nbk + 1).map_err(e)?;
         counts.zero_async(0, nbk + 1, s).map_err(e)?;
         let counts_ptr = counts.device_ptr();
-        let (c, w0, wn) = p.window_args();
+        let (c, w0, wn, k, stride) = p.window_args();
         // SAFETY: m canonical scalars; counts has nbk + 1 slots.
         unsafe {
             self.kernels.histogram.launch(
                 s,
                 Launch::new(grid(p.m, INT_THREADS), INT_THREADS),
-                (p.others, p.m as u64, c, w0, wn, counts_ptr),
+                (p.others, p.m as u64, c, w0, wn, k, stride, counts_ptr),
             )
         }
         .map_err(e)?;
@@ -504,12 +534,13 @@ impl GpuMsm {
         let counts_buf = scratch.counts.buf.as_ref().expect("allocated above");
         cursor.copy_range_from_async(0, counts_buf, 0, nbk, s).map_err(e)?;
         clock.mark("sort: scan", s)?;
-        // SAFETY: every nonzero digit gets one slot below off[nbk] <= m * wn.
+        // SAFETY: every nonzero digit gets one slot below off[nbk] <=
+        // max_entries; base words stay below 2^31 (checked with the copies).
         unsafe {
             self.kernels.scatter.launch(
                 s,
                 Launch::new(grid(p.m, INT_THREADS), INT_THREADS),
-                (p.others, p.others_base, p.m as u64, c, w0, wn, cursor.device_ptr(), entries),
+                (p.others, p.others_base, p.m as u64, c, w0, wn, k, stride, cursor.device_ptr(), entries),
             )
         }
         .map_err(e)?;
@@ -539,12 +570,12 @@ impl GpuMsm {
         // the scan) starts at zero.
         table.zero_async(words - 1, 1, s).map_err(e)?;
         let table_ptr = table.device_ptr();
-        let tmp_entry = scratch.sort_tmp_entry.get(g, m * p.wn as usize).map_err(e)?.device_ptr();
-        let tmp_fine = scratch.sort_tmp_fine.get(g, m * p.wn as usize).map_err(e)?.device_ptr();
+        let tmp_entry = scratch.sort_tmp_entry.get(g, p.max_entries()).map_err(e)?.device_ptr();
+        let tmp_fine = scratch.sort_tmp_fine.get(g, p.max_entries()).map_err(e)?.device_ptr();
         // The count: about one block per SM (target_threads / 1024), jobs
         // looping.
         let grid_count = jobs.min(self.config.target_threads / SORT_THREADS as usize).max(1) as u32;
-        let (c, w0, wn) = p.window_args();
+        let (c, w0, wn, k, stride) = p.window_args();
         let (fb, jobs64) = (sort_fine_bits(p.buckets()) as u64, jobs as u64);
         // SAFETY: each job writes the table words (bin, job) for its bins
         // (bins * jobs < words); bins <= SORT_COARSE_MAX, the kernels'
@@ -553,7 +584,7 @@ impl GpuMsm {
             self.kernels.coarse_count.launch(
                 s,
                 Launch::new(grid_count, SORT_THREADS),
-                (p.others, m as u64, c, w0, wn, fb, jobs64, table_ptr),
+                (p.others, m as u64, c, w0, wn, k, stride, fb, jobs64, table_ptr),
             )
         }
         .map_err(e)?;
@@ -561,8 +592,9 @@ impl GpuMsm {
         self.scan(scratch.sort_table.get(g, words).map_err(e)?, words, &mut scratch.scan_tmp, s)?;
         clock.mark("sort: scan", s)?;
         // SAFETY: the scanned table gives each (bin, job) a range of exactly
-        // its count below the total <= m * wn (the temporary arrays' length);
-        // `place.shared` (tile >= wn, checked by sort_pass) was allowed at
+        // its count below the total <= max_entries (the temporary arrays'
+        // length); `place.shared` (tile >= wn * copies, checked by
+        // sort_pass) was allowed at
         // instance creation. At most the configured blocks per SM, jobs
         // looping: the blocks in flight bound the write frontier (blocks x
         // bins runs of both temporaries: 17 MB at 132 x 2048 x 2 x 32
@@ -574,7 +606,22 @@ impl GpuMsm {
             self.kernels.coarse_place.launch(
                 s,
                 Launch::new(grid_place, SORT_THREADS).shared(place.shared),
-                (p.others, p.others_base, m as u64, c, w0, wn, fb, jobs64, table_ptr, tmp_entry, tmp_fine, tile),
+                (
+                    p.others,
+                    p.others_base,
+                    m as u64,
+                    c,
+                    w0,
+                    wn,
+                    k,
+                    stride,
+                    fb,
+                    jobs64,
+                    table_ptr,
+                    tmp_entry,
+                    tmp_fine,
+                    tile,
+                ),
             )
         }
         .map_err(e)?;
@@ -616,8 +663,20 @@ impl GpuMsm {
         let Others { range, others, others_base, m, plan, bucket_sum, shape, target } = *o;
         let nb = plan.buckets();
         let nbk = wn as usize * nb;
-        let max_entries = m * wn as usize;
-        let pass = SortPass { others, others_base, m, c: plan.c, w0, wn, two_level: shape.two_level_sort };
+        let (copies, stride) = range.copies.map_or((1, 0), |k| (k.copies as usize, k.stride));
+        let pass = SortPass {
+            others,
+            others_base,
+            m,
+            c: plan.c,
+            w0,
+            wn,
+            two_level: shape.two_level_sort,
+            copies,
+            k: plan.windows,
+            stride,
+        };
+        let max_entries = pass.max_entries();
         let (counts_ptr, entries) = self.sort_pass(s, scratch, &pass, clock)?;
         // Affine pair passes first (BucketSum::AffinePairs): the XYZZ
         // accumulation then sums the lists they leave.
@@ -630,14 +689,11 @@ impl GpuMsm {
         };
         let Lists { points, entries, off, max: max_entries } = lists;
         // Segments: enough for the target thread count (times the
-        // chains per thread), >= 8 entries. XYZZ segments also span
-        // >= 4 average buckets: measured on the H200, with segments
-        // about one bucket long (G2 2^20 at c = 14, G1 2^24 PoRep mix)
-        // the fix-up took 78 / 18 ms instead of ~1-2 ms.
-        let avg_bucket = max_entries.div_ceil(nbk);
+        // chains per thread), >= 8 entries; XYZZ segments a few buckets
+        // long (`xyzz_segment`).
         let seg = match bucket_sum {
             BucketSum::Xyzz | BucketSum::AffinePairs { .. } => {
-                max_entries.div_ceil(self.config.target_threads).max(8).max(4 * avg_bucket)
+                xyzz_segment(max_entries, nbk, self.config.target_threads)
             }
             BucketSum::BatchedAffine { .. } => max_entries.div_ceil(shape.segments(max_entries)).max(8),
         };

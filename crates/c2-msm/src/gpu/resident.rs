@@ -7,7 +7,7 @@ use crate::MsmError;
 use super::curve::GpuCurve;
 use super::inputs::{DeviceDensity, DeviceScalars};
 use super::instance::{check_shape_device, poisoned, GpuMsm};
-use super::pippenger::BaseRange;
+use super::pippenger::{BaseRange, Copies};
 
 impl GpuMsm {
     /// MSM with bases already on the device: `sum_i s_i * bases[j(i)]`
@@ -35,6 +35,20 @@ impl GpuMsm {
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
         let available = bases.len().saturating_sub(first);
+        self.msm_resident::<C>(bases.device_ptr(), first, available, None, scalars, mask)
+    }
+
+    /// The MSM over `available` resident bases from index `first` at
+    /// `ptr`, with their precomputed copies (`copies`) where there are any.
+    pub(super) fn msm_resident<C: GpuCurve>(
+        &self,
+        ptr: u64,
+        first: usize,
+        available: usize,
+        copies: Option<Copies>,
+        scalars: DeviceScalars<'_>,
+        mask: Option<&DeviceDensity>,
+    ) -> Result<C::Projective, MsmError> {
         let needed = check_shape_device(C::PREFIX, available, scalars.len(), mask)?;
         let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
         self.before_msm()?;
@@ -45,8 +59,8 @@ impl GpuMsm {
         let result = (|| {
             let mut sum = self.begin::<C>(streams, scratch, needed.div_ceil(run))?;
             for lo in (0..needed).step_by(run) {
-                let ptr = bases.device_ptr() + ((first + lo) * point) as u64;
-                let range = BaseRange { ptr, lo, hi: (lo + run).min(needed) };
+                let ptr = ptr + ((first + lo) * point) as u64;
+                let range = BaseRange { ptr, lo, hi: (lo + run).min(needed), copies };
                 self.run_part::<C>(streams, scratch, &range, scalars, mask, &mut sum)?;
             }
             self.finish::<C>(streams, scratch, sum)

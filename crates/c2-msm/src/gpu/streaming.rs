@@ -118,7 +118,7 @@ impl GpuMsm {
                     }
                 };
                 streams_ref.compute.wait(&streams_ref.ready[k % 2]).map_err(gpu_err)?;
-                let range = BaseRange { ptr, lo: chunks[k].0, hi: chunks[k].1 };
+                let range = BaseRange { ptr, lo: chunks[k].0, hi: chunks[k].1, copies: None };
                 let part = self.run_part::<C>(streams_ref, scratch, &range, scalars, mask, &mut sum);
                 // The slot is free once the kernels queued on it are done.
                 streams_ref.free[k % 2].record(&streams_ref.compute).map_err(gpu_err)?;
