@@ -12,7 +12,7 @@
 //!     [--skip-ntt-checks]      (the NTT bench without the NTT differential suite, e.g. under ncu)
 //!     [--skip-checks]          (benches only: no curve, MSM or NTT differential suite)
 //!     [--only partition --partition-scale 1|2|4|8 --partitions K --proofs J --workers 1,2 --gpus 1,2
-//!         --accumulate-blocks 0,3,4
+//!         --accumulate-blocks 0,3,4 --h-copies none,20x4
 //!         --vram-caps 0,40,24,16]
 //!         (32 GiB-shaped synthetic partitions through the library's GPU workers, the device pool
 //!         capped at each size in GiB, 0 = uncapped; bytes equal across every run)
@@ -504,17 +504,32 @@ fn main() {
     let msm_sweep = list("--msm-sweep", &[]);
     // --msm-copies 20x2,20x3: precomputed copies of the bases timed at every
     // random-scalar size ((window width, copies) each).
-    let msm_copies: Vec<(u32, u32)> = args
-        .iter()
-        .position(|a| a == "--msm-copies")
-        .and_then(|i| args.get(i + 1))
-        .map(|v| {
-            v.split(',')
-                .filter_map(|x| x.split_once('x'))
-                .filter_map(|(c, k)| Some((c.parse().ok()?, k.parse().ok()?)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let copies_list = |flag: &str| -> Vec<(u32, u32)> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map(|v| {
+                v.split(',')
+                    .filter_map(|x| x.split_once('x'))
+                    .filter_map(|(c, k)| Some((c.parse().ok()?, k.parse().ok()?)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let msm_copies = copies_list("--msm-copies");
+    // --h-copies none,20x4 for --only partition: a run per entry, the H MSM
+    // over that many precomputed copies (none: over H itself, the default).
+    let h_copies: Vec<Option<(u32, u32)>> = match args.iter().position(|a| a == "--h-copies") {
+        Some(i) => args
+            .get(i + 1)
+            .map(|v| {
+                v.split(',')
+                    .map(|x| x.split_once('x').and_then(|(c, k)| Some((c.parse().ok()?, k.parse().ok()?))))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        None => vec![None],
+    };
     // --ntt-peer-max 26: ec-gpu-gen's FFT and h path (bellperson's) only up
     // to this size (its h path took 14.6 s at 2^26 on the H200).
     let ntt_peer_max = list("--ntt-peer-max", &[26]).first().copied().unwrap_or(26);
@@ -677,6 +692,7 @@ fn main() {
             gpus: &gpus,
             caps: &vram_caps,
             accumulate: &accumulate_blocks,
+            h_copies: &h_copies,
         };
         if let Err(e) = partition::bench(&mut report, &runs) {
             report.check(format!("partition bench aborted: {e}"), false);

@@ -42,6 +42,9 @@ pub struct Runs<'a> {
     /// accumulate_blocks`: `None` = the measured default, 0 = unbounded, 3
     /// or 4 blocks per SM), one run each.
     pub accumulate: &'a [Option<u32>],
+    /// Precomputed copies of H per run, (window bits, copies)
+    /// (`GpuBackendConfig::h_copies`; `None`: none), one run each.
+    pub h_copies: &'a [Option<(u32, u32)>],
 }
 
 /// `proofs` proofs of `partitions` partitions each, shape divided by `scale`,
@@ -63,12 +66,17 @@ pub fn bench(r: &mut Report, runs: &Runs<'_>) -> Result<(), String> {
     );
     let blinding = vec![(blstrs::Scalar::from(3u64), blstrs::Scalar::from(5u64)); partitions];
     let mut first_bytes: Option<(String, Vec<u8>)> = None;
-    let combos = runs.caps.iter().flat_map(|&c| {
-        runs.gpus.iter().flat_map(move |&g| {
-            runs.workers.iter().flat_map(move |&w| runs.accumulate.iter().map(move |&a| (c, g, w, a)))
-        })
-    });
-    for (cap, gpus, w, accumulate) in combos {
+    let mut combos = Vec::new();
+    for &cap in runs.caps {
+        for &g in runs.gpus {
+            for &w in runs.workers {
+                for &a in runs.accumulate {
+                    combos.extend(runs.h_copies.iter().map(|&h| (cap, g, w, a, h)));
+                }
+            }
+        }
+    }
+    for (cap, gpus, w, accumulate, h_copies) in combos {
         let devices: Vec<usize> = (0..gpus).collect();
         let mut config = GpuBackendConfig {
             devices: devices.clone(),
@@ -78,7 +86,11 @@ pub fn bench(r: &mut Report, runs: &Runs<'_>) -> Result<(), String> {
         };
         config.vram.cap = (cap > 0).then_some(cap << 30);
         config.msm.accumulate_blocks = accumulate;
+        config.h_copies = h_copies;
         let mut cap_label = if cap > 0 { format!("cap {cap} GiB") } else { "uncapped".to_string() };
+        if let Some((c, k)) = h_copies {
+            cap_label += &format!(", H over {k} precomputed copies ({c}-bit windows)");
+        }
         if let Some(blocks) = accumulate {
             cap_label += &format!(", MSM accumulation compiled for {blocks} blocks/SM (0: unbounded)");
         }

@@ -29,11 +29,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, Proof};
-use blstrs::{Bls12, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use c2_abc::{AbcStream, ChunkedMatrices, DeviceMatrices, GpuAbc, PinnedChunks};
 use c2_core::{Density, Synthesized};
 use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream};
-use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, G1, G2};
+use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, PrecomputedBases, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
@@ -90,6 +90,17 @@ pub struct GpuBackendConfig {
     /// computed on the host (12.5 GB of host memory per 32 GiB partition in
     /// flight, ~2.5 s of host work and ~1.8 s of PCIe each). Default true.
     pub stream_matrices: bool,
+    /// Precomputed copies of each resident H query, `(window bits,
+    /// copies)` ([`GpuMsm::precompute`]): built on the device by the first
+    /// partition of a parameter set (a 2^27 H: ~19 s at (20, 4)), kept
+    /// while the set is resident, where the device's pool has room after
+    /// the workers' arenas and the parameters (else the H MSM runs over the
+    /// resident H, with one warning). Measured alone on the H200
+    /// (BENCHMARKS.md, session 22): G1 2^27 with (20, 4) 902.3 vs 996.7 ms,
+    /// 51.5 GB of points. `None` (default) until measured inside a
+    /// partition. The copies sit outside the parameter cache's accounting:
+    /// a second parameter set may then stream.
+    pub h_copies: Option<(u32, u32)>,
 }
 
 impl Default for GpuBackendConfig {
@@ -103,6 +114,7 @@ impl Default for GpuBackendConfig {
             plan_for: PartitionShape::for_sector_size(32 << 30).expect("32 GiB is a registered size"),
             pin_streamed_params: 64 << 30,
             stream_matrices: true,
+            h_copies: None,
         }
     }
 }
@@ -160,6 +172,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
             matrices: Arc::default(),
             pins: pins.clone(),
             chunked: chunked.clone(),
+            h_copies: Arc::new(HCopies::new(config.h_copies, pool.memory())?),
         };
         for (w, (vectors, msm)) in arenas.iter().enumerate() {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
@@ -220,6 +233,65 @@ pub struct DeviceShared {
     pub pins: Arc<HostPins>,
     /// Page-locked constraint-matrix chunks (shared by every device).
     pub chunked: Arc<ChunkedSets>,
+    /// Precomputed copies of the resident H queries.
+    pub h_copies: Arc<HCopies>,
+}
+
+/// Precomputed copies of the resident H query of one device
+/// ([`GpuBackendConfig::h_copies`]) for the parameter set proved last;
+/// `None` where they did not fit (the H MSM then runs over the resident H).
+pub struct HCopies {
+    /// (window bits, copies) asked for; `None`: never built.
+    want: Option<(u32, u32)>,
+    /// Builds the copies in the device's pool (an MSM instance of its own:
+    /// the workers' scratch arenas stay theirs).
+    builder: Option<GpuMsm>,
+    sets: Mutex<Vec<(String, HCopySet)>>,
+}
+
+/// One parameter set's H copies (`None`: they did not fit).
+type HCopySet = Option<Arc<PrecomputedBases<G1>>>;
+
+impl HCopies {
+    /// Copies as `want` says, built in `memory` (the device's pool).
+    pub fn new(want: Option<(u32, u32)>, memory: DeviceMemory) -> Result<Self, Error> {
+        let builder = want.map(|_| GpuMsm::with_memory(memory, GpuMsmConfig::default())).transpose()?;
+        Ok(Self { want, builder, sets: Mutex::new(Vec::new()) })
+    }
+
+    /// The copies of the set `key` (whose resident H is `h`): built now on
+    /// the first call for the key; `None` when none are wanted or they did
+    /// not fit. The lock is held while building, so two workers never build
+    /// the same copies twice.
+    fn get(&self, key: &str, h: &DeviceBuffer<G1Affine>) -> Result<HCopySet, Error> {
+        let (Some((c, copies)), Some(builder)) = (self.want, &self.builder) else { return Ok(None) };
+        let mut sets = self.sets.lock().map_err(|_| dev(GpuError::Invalid("H copies poisoned by a panic".into())))?;
+        if let Some((_, set)) = sets.iter().find(|(k, _)| k == key) {
+            return Ok(set.clone());
+        }
+        // One set's copies at a time (51.5 GB at 2^27 with four): those of
+        // an earlier set go back to the pool once no partition holds them.
+        sets.clear();
+        let set = match builder.precompute::<G1>(h, c, copies) {
+            Ok(p) => Some(Arc::new(p)),
+            Err(c2_msm::MsmError::Gpu(e)) if e.is_out_of_memory() => {
+                log::warn!("porep-c2: {copies} copies of H ({c}-bit windows) do not fit beside {key}: {e}; H runs over the parameters");
+                None
+            }
+            Err(e) => return Err(e.into()),
+        };
+        sets.push((key.to_string(), set.clone()));
+        Ok(set)
+    }
+
+    /// Drops the copies of `key`; the device bytes they held.
+    fn evict(&self, key: &str) -> usize {
+        let Ok(mut sets) = self.sets.lock() else { return 0 };
+        match sets.iter().position(|(k, _)| k == key) {
+            Some(i) => sets.swap_remove(i).1.map_or(0, |p| p.device_bytes()),
+            None => 0,
+        }
+    }
 }
 
 /// A worker's two arenas (carved from its device's pool): the partition's
@@ -299,6 +371,9 @@ pub struct GpuProver {
     /// The MSM arena, idle while a partition's vectors are uploaded: room
     /// for a compact witness' temporaries (77 MB at 32 GiB).
     scratch: DeviceMemory,
+    /// Precomputed copies of the resident H queries (shared by the device's
+    /// workers).
+    h_copies: Arc<HCopies>,
 }
 
 /// Bytes per staging slot (128 MiB, 2^22 scalars): large enough that
@@ -318,7 +393,7 @@ impl GpuProver {
         plan: &DevicePlan,
         config: &GpuBackendConfig,
     ) -> Result<Self, Error> {
-        let DeviceShared { ntt, srs, epoch, abc, matrices, pins, chunked } = shared;
+        let DeviceShared { ntt, srs, epoch, abc, matrices, pins, chunked, h_copies } = shared;
         let gpu = memory.vectors.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig {
@@ -354,6 +429,7 @@ impl GpuProver {
             matrices,
             pins,
             scratch,
+            h_copies,
         })
     }
 
@@ -420,6 +496,8 @@ struct DeviceMsms<'a> {
     prover: &'a GpuProver,
     params: &'a Parameters<Bls12>,
     srs: Option<&'a ResidentSrs>,
+    /// Precomputed copies of the resident H, where there are.
+    h_copies: Option<&'a PrecomputedBases<G1>>,
     /// The streamed vectors that are page-locked.
     pins: Option<&'a PinnedSet>,
     /// H's coefficients; `None` once the H MSM is done.
@@ -492,6 +570,12 @@ fn bases<'a, A>(
 
 impl PartitionMsms for DeviceMsms<'_> {
     fn g1(&mut self, query: G1Query, step: MsmStep) -> Result<G1Projective, Error> {
+        if let (G1Query::H, Some(copies), 0) = (query, self.h_copies, step.first_base) {
+            let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
+            let sum = self.prover.msm.msm_precomputed::<G1>(copies, scalars, mask)?;
+            self.times.msm_h_ms += self.prover.msm_ms();
+            return Ok(sum);
+        }
         let (p, srs) = (self.params, self.srs);
         let pinned = self.pins.and_then(|x| x.g1(query));
         let b = match query {
@@ -656,7 +740,7 @@ impl PartitionProver for GpuProver {
     }
 
     fn evict(&self, params_key: &str) -> usize {
-        self.srs.evict(params_key)
+        self.srs.evict(params_key) + self.h_copies.evict(params_key)
     }
 
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
@@ -683,6 +767,12 @@ impl PartitionProver for GpuProver {
             None
         });
         g.pinned_param_bytes = pins.as_ref().map_or(0, |p| p.bytes() as u64);
+        // Copies of the resident H, where configured (built by the set's
+        // first partition on this device).
+        let h_copies = match srs.as_deref().and_then(|x| x.h.as_ref()) {
+            Some(h) => timed(&mut g.params, || self.h_copies.get(params_key, h))?,
+            None => None,
+        };
 
         let input = match partition_data {
             Partition::Witness(w) => match self.device_matrices(&w.matrices)? {
@@ -890,6 +980,7 @@ impl PartitionProver for GpuProver {
             prover: self,
             params,
             srs: srs.as_deref(),
+            h_copies: h_copies.as_deref(),
             pins: pins.as_deref(),
             h: Some(d_a),
             h_len: m - 1,
