@@ -247,6 +247,9 @@ pub struct HCopies {
     /// the workers' scratch arenas stay theirs).
     builder: Option<GpuMsm>,
     sets: Mutex<Vec<(String, HCopySet)>>,
+    /// A worker's MSM budget could not plan a pass over the copies (said
+    /// once).
+    warned: std::sync::atomic::AtomicBool,
 }
 
 /// One parameter set's H copies (`None`: they did not fit).
@@ -256,7 +259,19 @@ impl HCopies {
     /// Copies as `want` says, built in `memory` (the device's pool).
     pub fn new(want: Option<(u32, u32)>, memory: DeviceMemory) -> Result<Self, Error> {
         let builder = want.map(|_| GpuMsm::with_memory(memory, GpuMsmConfig::default())).transpose()?;
-        Ok(Self { want, builder, sets: Mutex::new(Vec::new()) })
+        Ok(Self { want, builder, sets: Mutex::new(Vec::new()), warned: Default::default() })
+    }
+
+    /// Says once that a worker's per-pass MSM budget (`budget`) holds no
+    /// pass over the copies, so H runs over the parameters.
+    fn too_big_for_budget(&self, budget: Option<usize>) {
+        if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            log::warn!(
+                "porep-c2: the H copies {:?} need more MSM scratch per pass than a worker's budget ({:.1} GB); H runs over the parameters",
+                self.want,
+                budget.unwrap_or(0) as f64 / 1e9
+            );
+        }
     }
 
     /// The copies of the set `key` (whose resident H is `h`): built now on
@@ -571,10 +586,13 @@ fn bases<'a, A>(
 impl PartitionMsms for DeviceMsms<'_> {
     fn g1(&mut self, query: G1Query, step: MsmStep) -> Result<G1Projective, Error> {
         if let (G1Query::H, Some(copies), 0) = (query, self.h_copies, step.first_base) {
-            let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
-            let sum = self.prover.msm.msm_precomputed::<G1>(copies, scalars, mask)?;
-            self.times.msm_h_ms += self.prover.msm_ms();
-            return Ok(sum);
+            if self.prover.msm.plans_precomputed(copies, self.h_len)? {
+                let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
+                let sum = self.prover.msm.msm_precomputed::<G1>(copies, scalars, mask)?;
+                self.times.msm_h_ms += self.prover.msm_ms();
+                return Ok(sum);
+            }
+            self.prover.h_copies.too_big_for_budget(self.prover.msm.config().memory_budget);
         }
         let (p, srs) = (self.params, self.srs);
         let pinned = self.pins.and_then(|x| x.g1(query));

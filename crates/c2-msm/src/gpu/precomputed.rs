@@ -11,7 +11,8 @@ use std::marker::PhantomData;
 
 use c2_cuda::{DeviceBuffer, Launch};
 
-use crate::plan::copy_windows;
+use crate::config::BucketSum;
+use crate::plan::{copy_windows, plan_windows, ScratchShape};
 use crate::MsmError;
 
 use super::curve::GpuCurve;
@@ -136,6 +137,20 @@ impl GpuMsm {
         }
         s.synchronize().map_err(e)?;
         Ok(PrecomputedBases { points, len: n, c, copies, curve: PhantomData })
+    }
+
+    /// Whether an MSM of `m` full-width scalars over `bases` plans within
+    /// this instance's per-pass budget (one window of buckets, its entries
+    /// `copies` times as many as without copies, sorted by the global
+    /// counters, the least scratch); else [`GpuMsm::msm_precomputed`] would
+    /// fail with a typed error and the caller should sum over the bases
+    /// themselves.
+    pub fn plans_precomputed<C: GpuCurve>(&self, bases: &PrecomputedBases<C>, m: usize) -> Result<bool, MsmError> {
+        let xyzz = std::mem::size_of::<C::Xyzz>();
+        let sum = self.config.bucket_sum.unwrap_or(BucketSum::measured_default(xyzz, m));
+        let shape =
+            ScratchShape::for_bucket_sum(sum, xyzz, self.config.target_threads).with_copies(bases.copies as usize);
+        Ok(plan_windows(m, Some(bases.c), self.budget()?, &shape).is_ok())
     }
 
     /// MSM over precomputed bases (see [`GpuMsm::msm_device`] for the
