@@ -326,9 +326,7 @@ where
     let mr = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = mr.msm_device::<C>(&d_b, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} device-resident in runs of 4099", C::PREFIX), got == want);
-    let sp_canon: Vec<[u64; 4]> = sp.iter().map(canonical).collect();
-    let mut d_sp = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
-    d_sp.upload_async(0, &sp_canon, &stream).map_err(|e| e.to_string())?;
+    let d_sp = upload_canonical(gpu, &sp)?;
     let first = 7;
     let mut d_bm = gpu.alloc::<C::Affine>(first + mask.count_ones()).map_err(|e| e.to_string())?;
     d_bm.upload_async(first, &all[..mask.count_ones()], &stream).map_err(|e| e.to_string())?;
@@ -361,10 +359,7 @@ where
     let m1 = GpuMsm::with_config(gpu.clone(), cfg).map_err(|e| e.to_string())?;
     let got = m1.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} precomputed c=13 x4, one window per pass", C::PREFIX), got == want);
-    let sz_canon: Vec<[u64; 4]> = sz.iter().map(canonical).collect();
-    let mut d_sz = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
-    d_sz.upload_async(0, &sz_canon, &stream).map_err(|e| e.to_string())?;
-    stream.synchronize().map_err(|e| e.to_string())?;
+    let d_sz = upload_canonical(gpu, &sz)?;
     let got = mr.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_sz), None).map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} precomputed c=13 x4, runs of 4099, zero / one runs", C::PREFIX), got == want_z);
     // The mask's bases without the 7 in front of them.
@@ -386,10 +381,8 @@ where
         let want = C::cpu(bases, &sc, None);
         let mut d = gpu.alloc::<C::Affine>(bases.len()).map_err(|e| e.to_string())?;
         d.upload_async(0, bases, &stream).map_err(|e| e.to_string())?;
-        let cs: Vec<[u64; 4]> = sc.iter().map(canonical).collect();
-        let mut d_c = gpu.alloc::<[u64; 4]>(cs.len()).map_err(|e| e.to_string())?;
-        d_c.upload_async(0, &cs, &stream).map_err(|e| e.to_string())?;
         stream.synchronize().map_err(|e| e.to_string())?;
+        let d_c = upload_canonical(gpu, &sc)?;
         for (c, k) in [(16u32, 3u32), (10, 9)] {
             let pre = m.precompute::<C>(&d, c, k).map_err(|e| e.to_string())?;
             let got = m.msm_precomputed::<C>(&pre, DeviceScalars::canonical(&d_c), None).map_err(|e| e.to_string())?;
@@ -406,6 +399,16 @@ where
     }
     println!("msm {}{tag} precomputed-copies checks: {:.1?}", C::PREFIX, t_copies.elapsed());
     Ok(())
+}
+
+/// `s` in canonical form on the device (uploaded and waited for).
+fn upload_canonical(gpu: &Arc<Gpu>, s: &[Scalar]) -> Result<DeviceBuffer<[u64; 4]>, String> {
+    let canon: Vec<[u64; 4]> = s.iter().map(canonical).collect();
+    let mut d = gpu.alloc::<[u64; 4]>(s.len()).map_err(|e| e.to_string())?;
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    d.upload_async(0, &canon, &stream).map_err(|e| e.to_string())?;
+    stream.synchronize().map_err(|e| e.to_string())?;
+    Ok(d)
 }
 
 fn canonical(x: &Scalar) -> [u64; 4] {

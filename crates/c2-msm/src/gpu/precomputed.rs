@@ -99,11 +99,12 @@ impl GpuMsm {
         let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let s = &streams.compute;
         points.copy_range_from_async(0, bases, 0, n, s).map_err(e)?;
+        let mut scratch = None;
         if copies > 1 && n > 0 {
             let kc = self.curve::<C>();
             let doublings = (copy_windows(c, copies) * c) as u64;
             let chunk = n.min(PRECOMPUTE_CHUNK);
-            let xyzz = self.memory.alloc::<u64>(chunk * xw).map_err(e)?;
+            let xyzz = scratch.insert(self.memory.alloc::<u64>(chunk * xw).map_err(e)?);
             let base = points.device_ptr();
             for j in 1..copies as usize {
                 for lo in (0..n).step_by(chunk) {
@@ -131,11 +132,10 @@ impl GpuMsm {
                     .map_err(e)?;
                 }
             }
-            // The scratch may go back only once the kernels are done.
-            s.synchronize().map_err(e)?;
-            drop(xyzz);
         }
+        // The scratch goes back only once the kernels are done.
         s.synchronize().map_err(e)?;
+        drop(scratch);
         Ok(PrecomputedBases { points, len: n, c, copies, curve: PhantomData })
     }
 
