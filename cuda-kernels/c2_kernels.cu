@@ -30,6 +30,14 @@ extern "C" __global__ void __launch_bounds__(256, 4) c2_ntt_pass(fr_t* data, con
     ntt::stages_pass(data, tw, log_n, s0, k, c_bits);
 }
 
+// A transform's last pass folded into acc (ntt::stages_pass): acc *= result
+// (zinv null) or acc = (acc - result) * zinv; `data` is not written back.
+extern "C" __global__ void __launch_bounds__(256, 4) c2_ntt_pass_combine(fr_t* data, const fr_t* tw, uint32_t log_n,
+                                               uint32_t s0, uint32_t k, uint32_t c_bits, fr_t* acc,
+                                               const fr_t* zinv) {
+    ntt::stages_pass(data, tw, log_n, s0, k, c_bits, acc, zinv);
+}
+
 // out[i] = hi[i >> lo_bits] * lo[i & mask], i < n (twiddle tables).
 extern "C" __global__ void c2_powers(fr_t* out, const fr_t* hi, const fr_t* lo, uint64_t n,
                                      uint32_t lo_bits) {
@@ -44,12 +52,14 @@ extern "C" __global__ void c2_scale_by_powers(fr_t* data, const fr_t* hi, const 
 }
 
 // a[i] *= b[i]: the first half of the H quotient (a·b on the coset), so
-// that c can take b's buffer afterwards.
+// that c can take b's buffer afterwards; only where a transform has no pass
+// to fold it into (size 1).
 extern "C" __global__ void c2_mul_pointwise(fr_t* a, const fr_t* b, uint64_t n) {
     GRID_STRIDE(i, n) { a[i] = fr_mul(a[i], b[i]); }
 }
 
-// a[i] = (a[i] - c[i]) * zinv: the second half, (a·b - c) / Z on the coset.
+// a[i] = (a[i] - c[i]) * zinv: the second half, (a·b - c) / Z on the coset
+// (size 1 only, as above).
 extern "C" __global__ void c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv, uint64_t n) {
     const fr_t z = *zinv;
     GRID_STRIDE(i, n) { a[i] = fr_mul(fr_sub(a[i], c[i]), z); }

@@ -212,6 +212,27 @@ __device__ __forceinline__ void store_block(const PassBlock& b, fr_t* data, cons
     }
 }
 
+// acc[i] *= v (zinv null) or acc[i] = (acc[i] - v) * zinv for each element
+// v of the block at its index i. One element per thread, moved as two
+// 16-byte halves (adjacent lanes: adjacent elements within a run of C
+// columns).
+__device__ __forceinline__ void combine_block(const PassBlock& b, fr_t* acc, const fr_t* zinv,
+                                              const SharedPlanes& sh) {
+    uint4* out = reinterpret_cast<uint4*>(acc);
+    const fr_t z = zinv != nullptr ? load_fr(zinv) : fr_zero();
+    for (uint32_t e = threadIdx.x; e < b.elems(); e += blockDim.x) {
+        const size_t i = b.index(e);
+        const uint4 lo = out[2 * i], hi = out[2 * i + 1];
+        fr_t x;
+        x.val[0] = lo.x; x.val[1] = lo.y; x.val[2] = lo.z; x.val[3] = lo.w;
+        x.val[4] = hi.x; x.val[5] = hi.y; x.val[6] = hi.z; x.val[7] = hi.w;
+        const fr_t v = sh.load(e);
+        x = zinv != nullptr ? fr_mul(fr_sub(x, v), z) : fr_mul(x, v);
+        out[2 * i] = make_uint4(x.val[0], x.val[1], x.val[2], x.val[3]);
+        out[2 * i + 1] = make_uint4(x.val[4], x.val[5], x.val[6], x.val[7]);
+    }
+}
+
 // One pass of `k` stages starting after stage `s0`, with `c_bits` = log2(C):
 // bit-reversed order in (after the permutation or the inverse passes),
 // natural order out once every pass has run.
@@ -230,8 +251,17 @@ __device__ __forceinline__ void store_block(const PassBlock& b, fr_t* data, cons
 // (2^27: 79.15 -> 74.56 ms, BENCHMARKS.md session 16). The twist happens in
 // stage r = 0, which reads every element once: the block arrives in shared
 // memory as chunks, and no thread holds a whole element before that stage.
+//
+// With `acc` not null (the transform's last pass only: its outputs are the
+// final, natural-order values) the pass does not write `data` back: it
+// folds each output v at index i into acc[i], acc[i] *= v when `zinv` is
+// null, acc[i] = (acc[i] - v) * zinv otherwise. compute_h's a·b and
+// (a·b - c)/Z then cost no pass of their own: an element-wise step read two
+// vectors and wrote one (12.9 GB at 2^27) after a pass that had written the
+// same values out.
 __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t log_n,
-                                            uint32_t s0, uint32_t k, uint32_t c_bits) {
+                                            uint32_t s0, uint32_t k, uint32_t c_bits,
+                                            fr_t* acc = nullptr, const fr_t* zinv = nullptr) {
     const PassBlock b(s0, k, c_bits);
     const uint32_t E = b.elems();
     const SharedPlanes sh{ntt_shared, E + PLANE_PAD};
@@ -266,7 +296,11 @@ __device__ __forceinline__ void stages_pass(fr_t* data, const fr_t* tw, uint32_t
         __syncthreads();
     }
 
-    store_block(b, data, sh);
+    if (acc != nullptr) {
+        combine_block(b, acc, zinv, sh);
+    } else {
+        store_block(b, data, sh);
+    }
 }
 
 // The inverse of stages_pass up to the factor 2^k: its stages run backwards

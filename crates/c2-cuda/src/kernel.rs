@@ -173,6 +173,9 @@ pub enum KernelId {
     /// NTT: a group of inverse butterfly stages in shared memory (natural
     /// order towards bit-reversed order), optionally scaling by powers.
     NttPassInverse,
+    /// NTT: a transform's last pass folded into a second vector
+    /// (`acc *= result` or `acc = (acc - result) * zinv`).
+    NttPassCombine,
     /// `out[i] = hi[i >> b] * lo[i & mask]` (twiddle tables).
     Powers,
     /// `data[i] *= hi[i >> b] * lo[i & mask]` (coset shifts, 1/n).
@@ -260,13 +263,14 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 48] = {
+    pub const ALL: [KernelId; 49] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
             Self::NttBitReverse,
             Self::NttPass,
             Self::NttPassInverse,
+            Self::NttPassCombine,
             Self::Powers,
             Self::ScaleByPowers,
             Self::MulPointwise,
@@ -323,6 +327,7 @@ impl KernelId {
             Self::NttBitReverse => "c2_ntt_bit_reverse",
             Self::NttPass => "c2_ntt_pass",
             Self::NttPassInverse => "c2_ntt_pass_inverse",
+            Self::NttPassCombine => "c2_ntt_pass_combine",
             Self::Powers => "c2_powers",
             Self::ScaleByPowers => "c2_scale_by_powers",
             Self::MulPointwise => "c2_mul_pointwise",

@@ -243,12 +243,13 @@ fn later_passes(log_n: u32) -> u32 {
 }
 
 /// Bytes compute_h moves through device memory (data only): seven
-/// transforms of `1 + later` passes each, one permutation, a*b (three
-/// vectors) and (ab - c)/Z (three vectors).
+/// transforms of `1 + later` passes each and one permutation, each reading
+/// and writing every element once; a*b and (ab - c)/Z folded into b's and
+/// c's last forward passes, each reading one vector more.
 fn compute_h_bytes(log_n: u32) -> f64 {
     let n = (1u64 << log_n) as f64;
     let passes = 7 * (1 + later_passes(log_n)) + 1;
-    (f64::from(passes) * 2.0 + 6.0) * n * 32.0
+    (f64::from(passes) * 2.0 + 2.0) * n * 32.0
 }
 
 fn bench(gpu: &GpuNtt, sizes: &[u32], peer_max: u32, r: &mut Report) -> Result<(), String> {

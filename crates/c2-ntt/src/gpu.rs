@@ -49,6 +49,7 @@ struct Kernels {
     bit_reverse: Kernel,
     pass: Kernel,
     pass_inverse: Kernel,
+    pass_combine: Kernel,
     powers: Kernel,
     scale_by_powers: Kernel,
     mul: Kernel,
@@ -163,6 +164,7 @@ impl GpuNtt {
             bit_reverse: k(KernelId::NttBitReverse)?,
             pass: k(KernelId::NttPass)?,
             pass_inverse: k(KernelId::NttPassInverse)?,
+            pass_combine: k(KernelId::NttPassCombine)?,
             powers: k(KernelId::Powers)?,
             scale_by_powers: k(KernelId::ScaleByPowers)?,
             mul: k(KernelId::MulPointwise)?,
@@ -282,9 +284,10 @@ impl GpuNtt {
     /// evaluations padded with zeros to `2^log_n`; afterwards the
     /// `2^log_n − 1` coefficients of H are in `a` (its last element is
     /// scratch) and `b`, `c` are overwritten. The same steps as
-    /// [`GpuNtt::h_coset_evaluations`], [`GpuNtt::h_mul`],
-    /// [`GpuNtt::h_finish`], which a caller with room for two vectors only
-    /// runs itself, uploading `c` into `b`'s buffer after `h_mul`.
+    /// [`GpuNtt::h_coset_evaluations`], [`GpuNtt::h_coset_mul`],
+    /// [`GpuNtt::h_coset_finish`], which a caller with room for two vectors
+    /// only runs itself, uploading `c` into `b`'s buffer after
+    /// `h_coset_mul`.
     pub fn compute_h_device(
         &self,
         a: &mut DeviceBuffer<Scalar>,
@@ -294,69 +297,73 @@ impl GpuNtt {
         stream: &Stream,
     ) -> Result<(), NttError> {
         self.h_coset_evaluations(a, log_n, stream)?;
-        self.h_coset_evaluations(b, log_n, stream)?;
-        self.h_mul(a, b, log_n, stream)?;
-        self.h_coset_evaluations(c, log_n, stream)?;
-        self.h_finish(a, c, log_n, stream)
+        self.h_coset_mul(a, b, log_n, stream)?;
+        self.h_coset_finish(a, c, log_n, stream)
     }
 
-    /// compute_h, step 1 (for each of a, b, c): `x <- coset_fft(ifft(x))` in
-    /// place, the evaluations at the constraint points to evaluations on
-    /// the coset. The inverse passes leave the coefficients in bit-reversed
-    /// order, the order the forward passes take: no permutation.
+    /// compute_h, step 1 (for a): `x <- coset_fft(ifft(x))` in place, the
+    /// evaluations at the constraint points to evaluations on the coset.
+    /// The inverse passes leave the coefficients in bit-reversed order, the
+    /// order the forward passes take: no permutation.
     pub fn h_coset_evaluations(
         &self,
         x: &mut DeviceBuffer<Scalar>,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
-        check_len(x, log_n)?;
-        let t = self.tables(log_n, stream)?;
-        // 1/n of the inverse and g^i of the coset in one multiplication,
-        // in the inverse's last pass.
-        self.inverse_to_bit_reversed(x, &t, &t.ninv_coset, log_n, stream)?;
-        self.passes(x, &t, log_n, stream)
+        self.h_coset_into(x, log_n, stream, None)
     }
 
-    /// compute_h, step 2: `a <- a·b` on the coset; `b`'s buffer is free
-    /// for `c` once this is done.
-    pub fn h_mul(
+    /// compute_h, step 2: `a <- a · coset_fft(ifft(b))`, with `a` on the
+    /// coset (step 1). The product happens in `b`'s last forward pass, which
+    /// writes into `a` instead of `b`: `b`'s buffer is left in an
+    /// intermediate state, free for `c`.
+    pub fn h_coset_mul(
         &self,
         a: &mut DeviceBuffer<Scalar>,
-        b: &DeviceBuffer<Scalar>,
+        b: &mut DeviceBuffer<Scalar>,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
         check_len(a, log_n)?;
-        check_len(b, log_n)?;
-        let n = 1u64 << log_n;
-        // c2_mul_pointwise(fr_t* a, const fr_t* b, uint64_t n)
-        let args = (a.device_ptr(), b.device_ptr(), n);
-        // SAFETY: both hold n elements (checked).
-        unsafe { self.kernels.mul.launch(stream, Launch::new(grid_for(n as usize), EW_THREADS), args) }.map_err(gpu_err)
+        self.h_coset_into(b, log_n, stream, Some(Fold { acc: a, zinv: None }))
     }
 
-    /// compute_h, step 3: `a <- icoset_fft((a − c) / Z)`, with `c` on the
-    /// coset (step 1): the `2^log_n − 1` coefficients of H are in `a`.
-    pub fn h_finish(
+    /// compute_h, step 3: `a <- icoset_fft((a − coset_fft(ifft(c))) / Z)`,
+    /// with `a` holding a·b on the coset (step 2): the `2^log_n − 1`
+    /// coefficients of H are in `a`. The subtraction and the division by Z
+    /// happen in `c`'s last forward pass (`c`'s buffer is left in an
+    /// intermediate state).
+    pub fn h_coset_finish(
         &self,
         a: &mut DeviceBuffer<Scalar>,
-        c: &DeviceBuffer<Scalar>,
+        c: &mut DeviceBuffer<Scalar>,
         log_n: u32,
         stream: &Stream,
     ) -> Result<(), NttError> {
         check_len(a, log_n)?;
-        check_len(c, log_n)?;
         let t = self.tables(log_n, stream)?;
-        let n = 1u64 << log_n;
-        // c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv, uint64_t n)
-        let args = (a.device_ptr(), c.device_ptr(), t.zinv.device_ptr(), n);
-        // SAFETY: both hold n elements (checked); zinv one.
-        unsafe { self.kernels.sub_scale.launch(stream, Launch::new(grid_for(n as usize), EW_THREADS), args) }
-            .map_err(gpu_err)?;
+        self.h_coset_into(c, log_n, stream, Some(Fold { acc: a, zinv: Some(&t.zinv) }))?;
         // compute_h's one permutation (seven before session 16) is this
         // inverse's.
         self.inverse(a, &t, &t.ninv_icoset, log_n, stream)
+    }
+
+    /// `x <- coset_fft(ifft(x))`, the last forward pass folded into `fold`
+    /// when there is one: 1/n and the coset shift g^i in the inverse's last
+    /// pass, no permutation in between (bit-reversed coefficients are the
+    /// order the forward passes take).
+    fn h_coset_into(
+        &self,
+        x: &mut DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+        fold: Option<Fold<'_>>,
+    ) -> Result<(), NttError> {
+        check_len(x, log_n)?;
+        let t = self.tables(log_n, stream)?;
+        self.inverse_to_bit_reversed(x, &t, &t.ninv_coset, log_n, stream)?;
+        self.passes_folded(x, &t, log_n, stream, fold)
     }
 
     /// The forward transform in place: permutation, then the passes.
@@ -419,14 +426,70 @@ impl GpuNtt {
 
     /// All butterfly stages, grouped into shared-memory passes.
     fn passes(&self, data: &mut DeviceBuffer<Scalar>, t: &Tables, log_n: u32, stream: &Stream) -> Result<(), NttError> {
-        for pass in pass_plan(log_n) {
-            // c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c_bits)
-            let args = (data.device_ptr(), t.twiddles.device_ptr(), log_n, pass.s0, pass.k, pass.c_bits);
-            // SAFETY: data holds 2^log_n elements, twiddles n/2; the pass
-            // touches indices below 2^log_n only.
-            unsafe { self.kernels.pass.launch(stream, pass.launch(log_n), args) }.map_err(gpu_err)?;
+        self.passes_folded(data, t, log_n, stream, None)
+    }
+
+    /// [`GpuNtt::passes`], the last pass folded into `fold` when there is
+    /// one (`data` then keeps its last pass's input).
+    fn passes_folded(
+        &self,
+        data: &mut DeviceBuffer<Scalar>,
+        t: &Tables,
+        log_n: u32,
+        stream: &Stream,
+        fold: Option<Fold<'_>>,
+    ) -> Result<(), NttError> {
+        let plan = pass_plan(log_n);
+        let (acc, zinv) = match &fold {
+            Some(f) => (f.acc.device_ptr(), f.zinv.map_or(0, |z| z.device_ptr())),
+            None => (0, 0),
+        };
+        for (i, pass) in plan.iter().enumerate() {
+            let (s0, k, c_bits) = (pass.s0, pass.k, pass.c_bits);
+            // SAFETY (both launches): data holds 2^log_n elements, twiddles
+            // n/2; the pass touches indices below 2^log_n only, and so in
+            // `acc` (checked by the callers to hold 2^log_n); zinv is one
+            // element or null.
+            if fold.is_some() && i + 1 == plan.len() {
+                // c2_ntt_pass_combine(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0, uint32_t k,
+                //                     uint32_t c_bits, fr_t* acc, const fr_t* zinv)
+                let args = (data.device_ptr(), t.twiddles.device_ptr(), log_n, s0, k, c_bits, acc, zinv);
+                unsafe { self.kernels.pass_combine.launch(stream, pass.launch(log_n), args) }.map_err(gpu_err)?;
+            } else {
+                // c2_ntt_pass(fr_t* data, const fr_t* tw, uint32_t log_n, uint32_t s0, uint32_t k, uint32_t c_bits)
+                let args = (data.device_ptr(), t.twiddles.device_ptr(), log_n, s0, k, c_bits);
+                unsafe { self.kernels.pass.launch(stream, pass.launch(log_n), args) }.map_err(gpu_err)?;
+            }
         }
-        Ok(())
+        match fold {
+            // A size-1 transform has no pass to fold into: the element-wise
+            // kernels.
+            Some(f) if plan.is_empty() => self.fold_elementwise(f, data, log_n, stream),
+            _ => Ok(()),
+        }
+    }
+
+    /// `fold` applied to `x` by the element-wise kernels (no pass).
+    fn fold_elementwise(
+        &self,
+        fold: Fold<'_>,
+        x: &DeviceBuffer<Scalar>,
+        log_n: u32,
+        stream: &Stream,
+    ) -> Result<(), NttError> {
+        let n = 1u64 << log_n;
+        let dims = Launch::new(grid_for(n as usize), EW_THREADS);
+        match fold.zinv {
+            // c2_mul_pointwise(fr_t* a, const fr_t* b, uint64_t n)
+            // SAFETY: both hold n elements (checked).
+            None => unsafe { self.kernels.mul.launch(stream, dims, (fold.acc.device_ptr(), x.device_ptr(), n)) },
+            // c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv, uint64_t n)
+            // SAFETY: both hold n elements (checked); zinv one.
+            Some(z) => unsafe {
+                self.kernels.sub_scale.launch(stream, dims, (fold.acc.device_ptr(), x.device_ptr(), z.device_ptr(), n))
+            },
+        }
+        .map_err(gpu_err)
     }
 
     fn scale_by(
@@ -460,6 +523,14 @@ impl GpuNtt {
         drop(x);
         Ok(())
     }
+}
+
+/// Where a transform's last pass goes instead of back into its vector:
+/// `acc *= result`, or `acc = (acc − result) · zinv` with `zinv` (compute_h's
+/// a·b and (a·b − c)/Z).
+struct Fold<'a> {
+    acc: &'a DeviceBuffer<Scalar>,
+    zinv: Option<&'a DeviceBuffer<Scalar>>,
 }
 
 /// One shared-memory pass: stages `s0 + 1 ..= s0 + k` of `2^c_bits`
@@ -554,8 +625,7 @@ impl Ntt for GpuNtt {
         compute.wait(&a_up).map_err(gpu_err)?;
         self.h_coset_evaluations(&mut da, domain_log, compute)?;
         compute.wait(&b_up).map_err(gpu_err)?;
-        self.h_coset_evaluations(&mut db, domain_log, compute)?;
-        self.h_mul(&mut da, &db, domain_log, compute)?;
+        self.h_coset_mul(&mut da, &mut db, domain_log, compute)?;
         mul_done.record(compute).map_err(gpu_err)?;
         // c into b's buffer once a·b has read it.
         io.copy().wait(&mul_done).map_err(gpu_err)?;
@@ -565,8 +635,7 @@ impl Ntt for GpuNtt {
         drop(c);
         let compute = &io.compute;
         compute.wait(&c_up).map_err(gpu_err)?;
-        self.h_coset_evaluations(&mut db, domain_log, compute)?;
-        self.h_finish(&mut da, &db, domain_log, compute)?;
+        self.h_coset_finish(&mut da, &mut db, domain_log, compute)?;
         let mut out: Vec<Scalar> = Vec::with_capacity(m - 1);
         io.download(&da, &mut out.spare_capacity_mut()[..m - 1]).map_err(gpu_err)?;
         // SAFETY: download() wrote all m - 1 elements.
