@@ -785,13 +785,6 @@ impl PartitionProver for GpuProver {
             None
         });
         g.pinned_param_bytes = pins.as_ref().map_or(0, |p| p.bytes() as u64);
-        // Copies of the resident H, where configured (built by the set's
-        // first partition on this device).
-        let h_copies = match srs.as_deref().and_then(|x| x.h.as_ref()) {
-            Some(h) => timed(&mut g.params, || self.h_copies.get(params_key, h))?,
-            None => None,
-        };
-
         let input = match partition_data {
             Partition::Witness(w) => match self.device_matrices(&w.matrices)? {
                 Some(d) => Input::Witness(w, AbcSource::Resident(d)),
@@ -801,6 +794,14 @@ impl PartitionProver for GpuProver {
                 },
             },
             Partition::Synthesized(s) => Input::Host(s),
+        };
+        // Copies of the resident H, where configured (built by the set's
+        // first partition on this device), after the shape's matrices took
+        // their room: the device plan counts the matrices, the copies take
+        // what is left.
+        let h_copies = match srs.as_deref().and_then(|x| x.h.as_ref()) {
+            Some(h) => timed(&mut g.params, || self.h_copies.get(params_key, h))?,
+            None => None,
         };
         let (n, n_in, n_aux) = match &input {
             Input::Host(s) => (s.a.len(), s.input_assignment.len(), s.aux_assignment.len()),
@@ -871,8 +872,7 @@ impl PartitionProver for GpuProver {
                 k.ntt_start.record(st).map_err(e)?;
                 self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
                 st.wait(&k.b_up).map_err(e)?;
-                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
-                self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
+                self.ntt.h_coset_mul(&mut d_a, &mut d_b, log_m, st)?;
                 k.mul_done.record(st).map_err(e)?;
                 // c into b's buffer once a·b has read it.
                 stager.stream().wait(&k.mul_done).map_err(e)?;
@@ -880,8 +880,7 @@ impl PartitionProver for GpuProver {
                 k.c_up.record(stager.stream()).map_err(e)?;
                 drop(c);
                 st.wait(&k.c_up).map_err(e)?;
-                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
-                self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
+                self.ntt.h_coset_finish(&mut d_a, &mut d_b, log_m, st)?;
                 k.h_done.record(st).map_err(e)?;
                 // The witness into b's buffer once H is done with it; the inputs.
                 stager.stream().wait(&k.h_done).map_err(e)?;
@@ -933,13 +932,11 @@ impl PartitionProver for GpuProver {
                 products.product(1, z, &mut d_b, copy, st)?;
                 k.a_up.record(st).map_err(e)?;
                 self.ntt.h_coset_evaluations(&mut d_a, log_m, st)?;
-                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
-                self.ntt.h_mul(&mut d_a, &d_b, log_m, st)?;
+                self.ntt.h_coset_mul(&mut d_a, &mut d_b, log_m, st)?;
                 k.mul_done.record(st).map_err(e)?;
                 products.product(2, z, &mut d_b, copy, st)?;
                 k.c_up.record(st).map_err(e)?;
-                self.ntt.h_coset_evaluations(&mut d_b, log_m, st)?;
-                self.ntt.h_finish(&mut d_a, &d_b, log_m, st)?;
+                self.ntt.h_coset_finish(&mut d_a, &mut d_b, log_m, st)?;
                 k.h_done.record(st).map_err(e)?;
                 if let Some(z) = z_streamed.as_ref() {
                     // The witness where the MSMs read it (the MSM arena is
