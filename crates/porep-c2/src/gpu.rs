@@ -95,11 +95,15 @@ pub struct GpuBackendConfig {
     /// partition of a parameter set (a 2^27 H: ~19 s at (20, 4)), kept
     /// while the set is resident, where the device's pool has room after
     /// the workers' arenas and the parameters (else the H MSM runs over the
-    /// resident H, with one warning). Measured alone on the H200
-    /// (BENCHMARKS.md, session 22): G1 2^27 with (20, 4) 902.3 vs 996.7 ms,
-    /// 51.5 GB of points. `None` (default) until measured inside a
-    /// partition. The copies sit outside the parameter cache's accounting:
-    /// a second parameter set may then stream.
+    /// resident H, with one warning). Measured on the H200 (BENCHMARKS.md,
+    /// sessions 22-23): G1 2^27 with (20, 4) 902.3 vs 996.7 ms alone, a
+    /// 32 GiB-shaped partition's H 908-909 vs 1015-1016 ms (same bytes),
+    /// 51.5 GB of points: they fit beside the 32 GiB set with one worker,
+    /// not two (36.5 GB free). `None` by default: the build (~19 s per set
+    /// and device) pays only in a long-lived process, and two workers
+    /// overlap more than the copies save. The copies sit outside the
+    /// parameter cache's accounting: a second parameter set may then
+    /// stream.
     pub h_copies: Option<(u32, u32)>,
 }
 
