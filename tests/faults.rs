@@ -15,7 +15,7 @@ use common::SyntheticInstance;
 use ff::Field;
 use porep_c2::{
     prove_instance, prove_synthesized, Backend, Error, GpuError, HostStages, OutOfBudget, PartitionJob,
-    PartitionProver, PorepInstance, ProveTimings, ProverConfig, Workers,
+    PartitionProver, PorepInstance, ProveTimings, ProverConfig, WorkerFences, Workers,
 };
 use rand::SeedableRng;
 
@@ -158,14 +158,14 @@ fn without_a_retry_backend_the_fault_is_a_typed_error() {
     }
 }
 
+/// What a device pool says when it cannot serve a request.
+fn out_of_budget_gpu() -> GpuError {
+    GpuError::OutOfBudget(OutOfBudget { requested: 4 << 30, largest_free: 3 << 30, free: 6 << 30, budget: 24 << 30 })
+}
+
 /// What a GPU stage returns when its device pool cannot serve a request.
 fn out_of_budget() -> MsmError {
-    MsmError::Gpu(GpuError::OutOfBudget(OutOfBudget {
-        requested: 4 << 30,
-        largest_free: 3 << 30,
-        free: 6 << 30,
-        budget: 24 << 30,
-    }))
+    MsmError::Gpu(out_of_budget_gpu())
 }
 
 #[test]
@@ -275,8 +275,9 @@ fn partitions_spread_over_workers_and_a_failed_worker_is_retried() {
     let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
     assert_eq!(bytes, clean, "proof through two workers (one failing) differs from the CPU one");
     // Every partition went to a worker once; the failed one was synthesized
-    // again and proved on the CPU, and the report says why.
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    // again and proved on the other worker (the failed one is fenced), and
+    // the report says why.
+    assert_eq!(calls.load(Ordering::SeqCst), 4);
     let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
     assert_eq!(retried.len(), 1, "{:?}", report.partitions);
     assert!(retried[0].contains("injected worker fault"), "{}", retried[0]);
@@ -319,7 +320,7 @@ fn a_higher_priority_proof_takes_a_shared_worker_first() {
     let worker = Arc::new(RecordingWorker { log: log.clone(), hold: std::time::Duration::from_millis(120) });
     // A long grace so a busy CI machine cannot make B's consumer late.
     let gates = porep_c2::WorkerGates::with_grace(std::time::Duration::from_millis(300));
-    let backend = Backend::Workers(Workers { provers: vec![worker as Arc<dyn PartitionProver>], gates });
+    let backend = Backend::Workers(Workers { gates, ..Workers::new(vec![worker as Arc<dyn PartitionProver>]) });
     let pairs = |base: u64| (0..3).map(|k| (Scalar::from(base + k), Scalar::from(7u64))).collect::<Vec<_>>();
     let with_priority = |priority| ProverConfig {
         verify: false,
@@ -390,4 +391,150 @@ fn preload_warms_every_worker_under_the_key_proofs_use() {
         assert!(w.proved.lock().unwrap().iter().all(|k| *k == pre[0]), "prove used another key than preload");
     }
     assert_eq!(proved_keys.len(), 3, "all partitions proved by the workers");
+}
+
+/// A worker on device `device` that proves on the CPU (holding the worker
+/// `hold` per partition, as a GPU takes time), or fails every partition
+/// while `dead` with a device error, as a GPU that lost its context does.
+struct DeviceWorker {
+    device: usize,
+    dead: std::sync::atomic::AtomicBool,
+    hold: std::time::Duration,
+    proved: AtomicUsize,
+    failed: AtomicUsize,
+}
+
+impl DeviceWorker {
+    fn new(device: usize, dead: bool, hold_ms: u64) -> Arc<Self> {
+        Arc::new(Self {
+            device,
+            dead: dead.into(),
+            hold: std::time::Duration::from_millis(hold_ms),
+            proved: AtomicUsize::new(0),
+            failed: AtomicUsize::new(0),
+        })
+    }
+}
+
+impl PartitionProver for DeviceWorker {
+    fn name(&self) -> String {
+        format!("gpu{}", self.device)
+    }
+    fn device(&self) -> Option<usize> {
+        Some(self.device)
+    }
+    fn prove(&self, job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+        std::thread::sleep(self.hold);
+        if self.dead.load(Ordering::SeqCst) {
+            self.failed.fetch_add(1, Ordering::SeqCst);
+            let lost = GpuError::Driver { op: "cuLaunchKernel", code: 719, name: "CUDA_ERROR_LAUNCH_FAILED".into() };
+            return Err(Error::gpu("MSM", lost));
+        }
+        self.proved.fetch_add(1, Ordering::SeqCst);
+        cpu(job)
+    }
+}
+
+fn workers_backend(workers: &[Arc<DeviceWorker>], fences: WorkerFences) -> Backend {
+    let provers = workers.iter().map(|w| w.clone() as Arc<dyn PartitionProver>).collect();
+    Backend::Workers(Workers { fences, ..Workers::new(provers) })
+}
+
+#[test]
+fn a_faulted_device_is_fenced_and_its_partitions_finish_on_the_other() {
+    // Two devices of one worker each; device 0 faults at every partition.
+    // The healthy device holds each partition 300 ms, so while it proves one
+    // the other consumer takes the next (to device 0): the fault happens
+    // mid-batch. No retry backend: every proof must come from device 1.
+    let instance = SyntheticInstance { partitions: 4, rounds: 200 };
+    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
+    let params = instance.generate_parameters(&mut rng).expect("parameters");
+    let pairs: Vec<_> = (0..4).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let devices = [DeviceWorker::new(0, true, 0), DeviceWorker::new(1, false, 300)];
+    let backend = workers_backend(&devices, WorkerFences::default());
+    let cfg = ProverConfig {
+        retry_backend: None,
+        pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() },
+        ..config(backend.clone())
+    };
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    assert_eq!(bytes, clean, "proof with a failed device differs from the CPU one");
+    let failed = devices[0].failed.load(Ordering::SeqCst);
+    assert_eq!(failed, 1, "device 0 is fenced after its first fault");
+    assert_eq!(devices[1].proved.load(Ordering::SeqCst), 4, "device 1 proved every partition");
+    assert_eq!(report.retries(), 1, "{:?}", report.partitions);
+    assert_eq!(backend.healthy_workers(), 1);
+    assert_eq!(backend.fenced_workers(), vec!["gpu0".to_string()]);
+    // A second proof does not touch the fenced device at all.
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    assert_eq!((bytes, report.retries()), (clean, 0));
+    assert_eq!(devices[0].failed.load(Ordering::SeqCst), 1);
+    assert_eq!(devices[1].proved.load(Ordering::SeqCst), 8);
+}
+
+#[test]
+fn with_every_device_fenced_the_cpu_proves_and_a_device_returns_after_its_cool_down() {
+    let (instance, params, pairs) = setup();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    // Both workers of the one device: the first fault fences both.
+    let device = [DeviceWorker::new(0, true, 0), DeviceWorker::new(0, true, 0)];
+    let cool_down = std::time::Duration::from_millis(400);
+    let backend = workers_backend(&device, WorkerFences::with_cool_down(cool_down));
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(backend.clone())).unwrap();
+    assert_eq!(bytes, clean, "the CPU's retries give the clean proof");
+    let failed: usize = device.iter().map(|w| w.failed.load(Ordering::SeqCst)).sum();
+    assert!((1..=2).contains(&failed), "one fault per worker at most, got {failed}");
+    // Every partition went to the CPU, those after the fault without
+    // touching the device: each says why.
+    assert_eq!(report.retries(), 3, "{:?}", report.partitions);
+    assert_eq!(backend.healthy_workers(), 0);
+    assert_eq!(backend.fenced_workers().len(), 2);
+    // Without a retry backend a fenced device is a typed error.
+    let cfg = ProverConfig { retry_backend: None, ..config(backend.clone()) };
+    match prove_instance(&instance, &params, &pairs, &cfg) {
+        Err(e @ Error::NoHealthyWorker { workers: 2 }) => assert!(e.is_backend_failure()),
+        other => panic!("expected NoHealthyWorker, got {other:?}"),
+    }
+    // The device recovers; after the cool-down it proves again.
+    device.iter().for_each(|w| w.dead.store(false, Ordering::SeqCst));
+    std::thread::sleep(cool_down + std::time::Duration::from_millis(50));
+    assert_eq!(backend.healthy_workers(), 2);
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(backend)).unwrap();
+    assert_eq!((bytes, report.retries()), (clean, 0));
+    assert_eq!(device.iter().map(|w| w.proved.load(Ordering::SeqCst)).sum::<usize>(), 3);
+}
+
+#[test]
+fn running_out_of_device_memory_fences_nothing() {
+    // A pool that cannot serve one request (another process took the
+    // memory) is not a dead device: that partition goes to the CPU, the
+    // worker keeps taking the next ones.
+    struct OnceOutOfMemory(AtomicUsize);
+    impl PartitionProver for OnceOutOfMemory {
+        fn name(&self) -> String {
+            "gpu0".into()
+        }
+        fn device(&self) -> Option<usize> {
+            Some(0)
+        }
+        fn prove(
+            &self,
+            job: PartitionJob<'_>,
+        ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+            if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+                return Err(Error::gpu("worker", out_of_budget_gpu()));
+            }
+            cpu(job)
+        }
+    }
+    let (instance, params, pairs) = setup();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let worker = Arc::new(OnceOutOfMemory(AtomicUsize::new(0)));
+    let backend = Backend::workers(vec![worker.clone() as Arc<dyn PartitionProver>]);
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config(backend.clone())).unwrap();
+    assert_eq!(bytes, clean);
+    assert_eq!(report.retries(), 1);
+    assert_eq!(worker.0.load(Ordering::SeqCst), 3, "the worker took every partition");
+    assert!(backend.fenced_workers().is_empty());
 }

@@ -179,6 +179,12 @@ pub trait Engine: Send + Sync + 'static {
 
     /// The sets held now.
     fn loaded(&self) -> Vec<LoadedSet>;
+
+    /// The engine's workers and whether each takes partitions now (false:
+    /// fenced after a device fault); empty when it has none.
+    fn worker_health(&self) -> Vec<(String, bool)> {
+        Vec::new()
+    }
 }
 
 /// The circuit ids of the PoRep sizes (`porep-2k` .. `porep-64g`), by sector
@@ -327,6 +333,10 @@ impl Engine for PorepEngine {
         held.iter()
             .map(|h| LoadedSet { circuit_id: h.circuit_id.clone(), bytes: h.bytes, on_device: h.on_device })
             .collect()
+    }
+
+    fn worker_health(&self) -> Vec<(String, bool)> {
+        self.config.backend.worker_health()
     }
 }
 

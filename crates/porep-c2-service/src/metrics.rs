@@ -148,8 +148,14 @@ impl Metrics {
     }
 
     /// The Prometheus text exposition: counters and summed stage seconds
-    /// per proof kind, queue depths, devices' memory in use.
-    pub fn prometheus(&self, queues: &[(ProofKind, usize, usize)], devices: &[DeviceSample]) -> String {
+    /// per proof kind, queue depths, devices' memory in use, and whether
+    /// each of the engine's `workers` (name, healthy) takes partitions.
+    pub fn prometheus(
+        &self,
+        queues: &[(ProofKind, usize, usize)],
+        devices: &[DeviceSample],
+        workers: &[(String, bool)],
+    ) -> String {
         let k = self.kinds.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let mut out = String::new();
         let mut family = |name: &str, kind: &str, help: &str, values: Vec<(String, String)>| {
@@ -188,7 +194,7 @@ impl Metrics {
         family(
             "porep_c2_partition_retries_total",
             "counter",
-            "Partitions proved again on the retry backend after a device fault.",
+            "Partitions proved again after a device fault (on a healthy worker or the retry backend), or on the retry backend while every worker was fenced.",
             per_kind(&|s| s.retries.to_string()),
         );
         for (stage, help, f) in [
@@ -231,6 +237,12 @@ impl Metrics {
             "counter",
             "GPU busy seconds: the union of completed proofs' kernel spans (CUDA events); rate() is the busy fraction.",
             self.gpu_busy_s().into_iter().map(|(d, s)| (format!("{{gpu=\"{d}\"}}"), format!("{s:.6}"))).collect(),
+        );
+        family(
+            "porep_c2_worker_healthy",
+            "gauge",
+            "1 while a worker takes partitions, 0 while it is fenced after a device fault (its partitions go to the others).",
+            workers.iter().map(|(name, ok)| (format!("{{worker=\"{name}\"}}"), u8::from(*ok).to_string())).collect(),
         );
         if let Some(rss) = resident_bytes() {
             family(

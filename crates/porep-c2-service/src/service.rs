@@ -223,7 +223,8 @@ impl ProvingEngine for ProvingService {
     ) -> Result<Response<proto::GetMetricsResponse>, Status> {
         let devices = tokio::task::spawn_blocking(device_samples).await.map_err(|e| Status::internal(e.to_string()))?;
         let devices: Vec<DeviceSample> = devices.into_iter().map(|(_, d)| d).collect();
-        let text = self.jobs.metrics().prometheus(&self.jobs.queues(), &devices);
+        let workers = self.jobs.engine().worker_health();
+        let text = self.jobs.metrics().prometheus(&self.jobs.queues(), &devices, &workers);
         Ok(Response::new(proto::GetMetricsResponse { prometheus_text: text }))
     }
 

@@ -326,53 +326,92 @@ async fn parameter_sets_preload_and_evict_and_a_full_queue_refuses() {
 }
 
 /// A device that fails mid-batch loses no proof (the CPU-side part of the
-/// multi-GPU failure run): the only worker stands for a GPU that fails
-/// every partition it takes, and the facade's retry backend (the CPU)
-/// proves them again. Every proof completes and was verified by the facade
-/// before it was returned, the retries are counted in the metrics, and the
-/// service keeps answering. (That a retried partition has the clean run's
-/// bytes, and that a second healthy worker keeps proving beside a failing
-/// one, is `tests/faults.rs`' test of the facade.)
+/// multi-GPU failure run): two workers stand for two GPUs, device 0 faults
+/// at every partition it takes. It is fenced after its first fault and its
+/// partitions finish on device 1; when device 1 fails too, the facade's
+/// retry backend (the CPU) proves. Every proof completes and was verified
+/// by the facade before it was returned, the retries are counted in the
+/// metrics, and the service keeps answering. (That a retried partition has
+/// the clean run's bytes is `tests/faults.rs`' test of the facade.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_failing_device_mid_batch_loses_no_proof() {
     use porep_c2::{PartitionJob, PartitionProver, ProveTimings};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    struct DeadDevice(AtomicUsize);
-    impl PartitionProver for DeadDevice {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    struct FakeGpu {
+        device: usize,
+        dead: AtomicBool,
+        proved: AtomicUsize,
+        failed: AtomicUsize,
+    }
+    impl PartitionProver for FakeGpu {
         fn name(&self) -> String {
-            "fake-gpu:0".into()
+            format!("fake-gpu:{}", self.device)
         }
         fn device(&self) -> Option<usize> {
-            Some(0)
+            Some(self.device)
         }
         fn prove(
             &self,
-            _job: PartitionJob<'_>,
+            job: PartitionJob<'_>,
         ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), porep_c2::Error> {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            Err(porep_c2::Error::Worker { worker: self.name(), message: "injected device fault".into() })
+            if self.dead.load(Ordering::SeqCst) {
+                self.failed.fetch_add(1, Ordering::SeqCst);
+                return Err(porep_c2::Error::Worker { worker: self.name(), message: "injected device fault".into() });
+            }
+            // As long as a partition takes a GPU: the other worker takes
+            // the proof's next partition meanwhile.
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            self.proved.fetch_add(1, Ordering::SeqCst);
+            let data = job.partition_data.into_synthesized()?;
+            porep_c2::prove_synthesized(data, job.params, job.r, job.s, &porep_c2::HostStages::cpu())
         }
     }
-    let dead = Arc::new(DeadDevice(AtomicUsize::new(0)));
-    let backend = porep_c2::Backend::workers(vec![dead.clone() as Arc<dyn PartitionProver>]);
-    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()), backend });
+    let gpus: Vec<Arc<FakeGpu>> = [true, false]
+        .into_iter()
+        .enumerate()
+        .map(|(device, dead)| {
+            Arc::new(FakeGpu { device, dead: dead.into(), proved: AtomicUsize::new(0), failed: AtomicUsize::new(0) })
+        })
+        .collect();
+    let backend = porep_c2::Backend::workers(gpus.iter().map(|g| g.clone() as Arc<dyn PartitionProver>).collect());
+    let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()), backend: backend.clone() });
     let daemon = Daemon::start(engine, 2).await;
     let mut c = daemon.client().await;
-    let mut jobs = Vec::new();
-    for s in [31u64, 32] {
-        let r = porep_request("", format!("{s}:1").as_bytes(), s, proto::Priority::Normal);
-        jobs.push(c.submit_proof(r).await.unwrap().into_inner().job_id);
-    }
-    for job in &jobs {
-        let r = await_done(&mut c, job).await;
-        assert_eq!(r.status, AwaitStatus::Completed as i32, "{job}: {}", r.error_message);
-        assert_eq!(r.proof.len(), 192, "{job}");
-    }
-    assert_eq!(dead.0.load(Ordering::SeqCst), 2, "each partition reached the failing device once");
+    let run = |c: &mut ProvingEngineClient<Channel>, sectors: Vec<u64>| {
+        let mut c = c.clone();
+        async move {
+            let mut jobs = Vec::new();
+            for s in sectors {
+                let r = porep_request("", format!("{s}:2").as_bytes(), s, proto::Priority::Normal);
+                jobs.push(c.submit_proof(r).await.unwrap().into_inner().job_id);
+            }
+            for job in &jobs {
+                let r = await_done(&mut c, job).await;
+                assert_eq!(r.status, AwaitStatus::Completed as i32, "{job}: {}", r.error_message);
+                assert_eq!(r.proof.len(), 2 * 192, "{job}");
+            }
+        }
+    };
+    run(&mut c, vec![31, 32, 33]).await;
+    let (failed, proved) = (gpus[0].failed.load(Ordering::SeqCst), gpus[1].proved.load(Ordering::SeqCst));
+    assert_eq!(failed, 1, "device 0 is fenced after its first fault");
+    assert_eq!(proved, 6, "device 1 proved every partition");
+    assert_eq!(backend.fenced_workers(), vec!["fake-gpu:0".to_string()]);
+    let retries = |n| format!("porep_c2_partition_retries_total{{proof_kind=\"POREP_SEAL_COMMIT\"}} {n}");
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    let retries = "porep_c2_partition_retries_total{proof_kind=\"POREP_SEAL_COMMIT\"} 2";
-    assert!(metrics.contains(retries), "{retries} in\n{metrics}");
+    assert!(metrics.contains(&retries(1)), "{} in\n{metrics}", retries(1));
+    for (worker, up) in [(0, 0), (1, 1)] {
+        let line = format!("porep_c2_worker_healthy{{worker=\"fake-gpu:{worker}\"}} {up}");
+        assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    }
+    // Device 1 fails too: the CPU proves the rest, the service keeps answering.
+    gpus[1].dead.store(true, Ordering::SeqCst);
+    run(&mut c, vec![34, 35]).await;
+    assert_eq!(gpus[1].failed.load(Ordering::SeqCst), 1, "device 1 is fenced after its first fault");
+    assert_eq!(backend.healthy_workers(), 0);
+    let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
+    assert!(metrics.contains(&retries(5)), "{} in\n{metrics}", retries(5));
     let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
-    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (2, 0));
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (5, 0));
     daemon.stop().await;
 }

@@ -3,7 +3,7 @@
 //! each; and the priority gates proofs sharing a worker take turns at.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, Scalar};
@@ -171,12 +171,139 @@ pub struct Workers {
     /// Turns at each worker for the proofs sharing them, by
     /// `PipelineConfig::priority` (shared by clones).
     pub gates: WorkerGates,
+    /// Workers taken out of service after a device fault (shared by
+    /// clones): their consumers hand partitions to the healthy ones.
+    pub fences: WorkerFences,
 }
 
 impl Workers {
-    /// `provers` with the default gates.
+    /// `provers` with the default gates and fences.
     pub fn new(provers: Vec<Arc<dyn PartitionProver>>) -> Self {
-        Self { provers, gates: WorkerGates::default() }
+        Self { provers, gates: WorkerGates::default(), fences: WorkerFences::default() }
+    }
+
+    /// Proves `job` on the first healthy worker from `consumer` on (its own
+    /// unless fenced), after that worker's gate gives this proof a turn. A
+    /// device fault fences the failed worker's device (every worker on it:
+    /// a CUDA context that faulted is lost for all of them) before the
+    /// error is returned; running out of device memory fences nothing (it
+    /// passes).
+    fn prove(
+        &self,
+        consumer: usize,
+        job: PartitionJob<'_>,
+        priority: i32,
+        cancel: Option<&c2_sched::CancelToken>,
+        started: &dyn Fn(Option<usize>),
+    ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+        // A worker fenced while this partition waited at its gate is left
+        // for the next healthy one.
+        loop {
+            let Some(w) = self.fences.pick(consumer, self.provers.len()) else {
+                return Err(Error::NoHealthyWorker { workers: self.provers.len() });
+            };
+            let gate = self.gates.gate(w);
+            let _turn = gate.enter(priority, cancel).map_err(|e| match e {
+                c2_sched::AdmissionError::Cancelled => Error::Cancelled,
+                other => Error::Pipeline(other.to_string()),
+            })?;
+            if !self.fences.is_healthy(w) {
+                continue;
+            }
+            started(self.provers[w].device());
+            let out = self.provers[w].prove(job);
+            if let Err(e) = &out {
+                if e.is_backend_failure() && !e.is_device_out_of_memory() {
+                    self.fence_after(w, e);
+                }
+            }
+            return out;
+        }
+    }
+
+    /// Fences worker `w` and every worker on its device after `error`.
+    fn fence_after(&self, w: usize, error: &Error) {
+        let device = self.provers[w].device();
+        let same = |p: &Arc<dyn PartitionProver>| device.is_some() && p.device() == device;
+        let fenced: Vec<usize> = (0..self.provers.len()).filter(|&i| i == w || same(&self.provers[i])).collect();
+        let names: Vec<String> = fenced.iter().map(|&i| self.provers[i].name()).collect();
+        if self.fences.fence(&fenced) {
+            log::warn!(
+                "porep-c2: {} out of service for {:?} after: {error}; their partitions go to {}",
+                names.join(", "),
+                self.fences.cool_down,
+                if self.fences.healthy(self.provers.len()) > 0 { "the healthy workers" } else { "the retry backend" },
+            );
+        }
+    }
+}
+
+/// Which workers of a [`Workers`] backend are out of service, and until
+/// when (shared by clones). A fenced worker takes no partition until its
+/// cool-down ends; it then gets the next one, and a fault fences it again.
+/// A partition that failed goes to a healthy worker of the same backend
+/// (another device) or, with none left, to `ProverConfig::retry_backend`.
+#[derive(Clone)]
+pub struct WorkerFences {
+    until: Arc<Mutex<Vec<Option<Instant>>>>,
+    cool_down: Duration,
+}
+
+/// How long a worker stays fenced after a device fault: long enough that a
+/// device which faults at every partition costs one failed attempt per 5
+/// minutes (~20 partitions of a 32 GiB sector at ~14 s on the H200), short
+/// enough that a transient fault does not keep a GPU idle for long.
+const FENCE_COOL_DOWN: Duration = Duration::from_secs(300);
+
+impl Default for WorkerFences {
+    fn default() -> Self {
+        Self::with_cool_down(FENCE_COOL_DOWN)
+    }
+}
+
+impl WorkerFences {
+    /// Fences that keep a faulted worker out for `cool_down` (default 5
+    /// minutes).
+    pub fn with_cool_down(cool_down: Duration) -> Self {
+        Self { until: Arc::default(), cool_down }
+    }
+
+    /// Fences `workers` for the cool-down from now; false when all of them
+    /// were fenced already (so a device's fault is logged once).
+    fn fence(&self, workers: &[usize]) -> bool {
+        let now = Instant::now();
+        let mut until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        let mut new = false;
+        for &w in workers {
+            if until.len() <= w {
+                until.resize(w + 1, None);
+            }
+            new |= until[w].is_none_or(|t| t <= now);
+            until[w] = Some(now + self.cool_down);
+        }
+        new
+    }
+
+    /// Whether worker `w` takes partitions now.
+    pub fn is_healthy(&self, w: usize) -> bool {
+        let until = self.until.lock().unwrap_or_else(|p| p.into_inner());
+        until.get(w).copied().flatten().is_none_or(|t| t <= Instant::now())
+    }
+
+    /// How many of `workers` workers take partitions now.
+    pub fn healthy(&self, workers: usize) -> usize {
+        (0..workers).filter(|&w| self.is_healthy(w)).count()
+    }
+
+    /// The first healthy worker of `workers` from `consumer`'s own on.
+    fn pick(&self, consumer: usize, workers: usize) -> Option<usize> {
+        (0..workers).map(|i| (consumer + i) % workers).find(|&w| self.is_healthy(w))
+    }
+}
+
+impl std::fmt::Debug for WorkerFences {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "WorkerFences(cool_down: {:?})", self.cool_down)
     }
 }
 
@@ -222,8 +349,9 @@ impl Backend {
     }
 
     /// Proves `job` on consumer `consumer`'s resources: the host-level
-    /// stages, or worker `consumer` (modulo the workers) after its gate
-    /// gives this proof a turn (`priority`; `cancel` ends the wait).
+    /// stages, or worker `consumer` (modulo the workers; the next healthy
+    /// one when it is fenced) after its gate gives this proof a turn
+    /// (`priority`; `cancel` ends the wait).
     /// `started` is told the device (`None`: the host) once the partition
     /// has its turn.
     pub(crate) fn prove(
@@ -243,20 +371,35 @@ impl Backend {
                 drop(host);
                 out
             }
-            Self::Workers(Workers { provers, gates }) if !provers.is_empty() => {
-                let w = consumer % provers.len();
-                let gate = gates.gate(w);
-                let _turn = gate.enter(priority, cancel).map_err(|e| match e {
-                    c2_sched::AdmissionError::Cancelled => Error::Cancelled,
-                    other => Error::Pipeline(other.to_string()),
-                })?;
-                started(provers[w].device());
-                provers[w].prove(job)
+            Self::Workers(workers) if !workers.provers.is_empty() => {
+                workers.prove(consumer, job, priority, cancel, started)
             }
             Self::Workers(_) => {
                 Err(Error::Worker { worker: "none".into(), message: "a backend with no workers".into() })
             }
         }
+    }
+
+    /// How many workers take partitions now (0 on the host-level stages):
+    /// where a failed partition can be proved again on this backend.
+    pub fn healthy_workers(&self) -> usize {
+        match self {
+            Self::Stages(_) => 0,
+            Self::Workers(w) => w.fences.healthy(w.provers.len()),
+        }
+    }
+
+    /// Each worker's name and whether it takes partitions now (false: out
+    /// of service after a device fault, [`WorkerFences`]), for status pages
+    /// and metrics; empty on the host-level stages.
+    pub fn worker_health(&self) -> Vec<(String, bool)> {
+        let Self::Workers(w) = self else { return Vec::new() };
+        w.provers.iter().enumerate().map(|(i, p)| (p.name(), w.fences.is_healthy(i))).collect()
+    }
+
+    /// The names of the workers out of service now after a device fault.
+    pub fn fenced_workers(&self) -> Vec<String> {
+        self.worker_health().into_iter().filter(|(_, healthy)| !healthy).map(|(name, _)| name).collect()
     }
 
     /// Drops `params` (the set for `parameter_id`) from every device; the

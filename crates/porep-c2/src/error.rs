@@ -81,6 +81,14 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// Every worker of a [`crate::Workers`] backend is fenced after device
+    /// faults ([`crate::WorkerFences`]): the partition goes to the retry
+    /// backend like any device failure.
+    #[error("all {workers} workers are out of service after device faults")]
+    NoHealthyWorker {
+        /// The backend's workers.
+        workers: usize,
+    },
     /// Explicit randomness has the wrong number of pairs.
     #[error("{given} (r, s) pairs given for {partitions} partitions")]
     Randomness {
@@ -126,6 +134,7 @@ impl Error {
                 | Error::Msm(c2_msm::MsmError::Backend { .. })
                 | Error::Gpu { .. }
                 | Error::Worker { .. }
+                | Error::NoHealthyWorker { .. }
         )
     }
 

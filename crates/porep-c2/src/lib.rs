@@ -45,7 +45,8 @@ mod report;
 mod select;
 
 pub use backend::{
-    compact_witness_estimate, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerGates, Workers,
+    compact_witness_estimate, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerFences, WorkerGates,
+    Workers,
 };
 pub use c1::{parse_c1_json, read_c1_json};
 pub use c2_core::{CompactWitness, Density, Synthesized};

@@ -179,24 +179,49 @@ pub fn prove_instance(
                     backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref(), &started)
                 };
                 let done = || event(PartitionEvent::Done { partition: k });
-                match prove(&config.backend, job(s, host)) {
+                let first = match prove(&config.backend, job(s, host)) {
                     Ok((proof, steps)) => {
                         done();
-                        Ok((proof, shape, steps, None))
+                        return Ok((proof, shape, steps, None));
                     }
-                    Err(e) if e.is_backend_failure() && config.retry_backend.is_some() => {
-                        let retry = config.retry_backend.as_ref().expect("checked");
-                        log::warn!("porep-c2: partition {k}: {e}; synthesizing it again and proving on {retry:?}");
-                        // Synthesis consumed its vectors in the failed run; it is
-                        // deterministic, so a second run gives the same circuit.
-                        // (Its memory is outside the budget: the failed run
-                        // returned the permit. Retries are rare.)
-                        let again = synthesize(k)?;
-                        let (proof, steps) = prove(retry, job(again, None))?;
-                        done();
-                        Ok((proof, shape, steps, Some(e.to_string())))
+                    Err(e) => e,
+                };
+                // A device fault: the partition again on a healthy worker
+                // of the backend (the failed one's device is fenced now: on
+                // a multi-GPU host, another GPU) while such workers remain
+                // (each fault fences one more device; at most one try per
+                // worker), then once on the retry backend. Running out of
+                // device memory fences nothing: straight to the retry
+                // backend. Synthesis consumed its vectors in the failed
+                // run; it is deterministic, so a second run gives the same
+                // circuit. (Its memory is outside the budget: the failed
+                // run returned the permit. Retries are rare.)
+                let cause = first.to_string();
+                let retried = |proof, steps| {
+                    done();
+                    Ok((proof, shape, steps, Some(cause.clone())))
+                };
+                let mut error = first;
+                let on_workers = |e: &Error| {
+                    e.is_backend_failure() && !e.is_device_out_of_memory() && config.backend.healthy_workers() > 0
+                };
+                for _ in 0..config.backend.consumers() {
+                    if !on_workers(&error) {
+                        break;
                     }
-                    Err(e) => Err(e),
+                    log::warn!("porep-c2: partition {k}: {error}; synthesizing it again for a healthy worker");
+                    match prove(&config.backend, job(synthesize(k)?, None)) {
+                        Ok((proof, steps)) => return retried(proof, steps),
+                        Err(e) => error = e,
+                    }
+                }
+                match &config.retry_backend {
+                    Some(retry) if error.is_backend_failure() => {
+                        log::warn!("porep-c2: partition {k}: {error}; synthesizing it again and proving on {retry:?}");
+                        let (proof, steps) = prove(retry, job(synthesize(k)?, None))?;
+                        retried(proof, steps)
+                    }
+                    _ => Err(error),
                 }
             }
         })

@@ -90,4 +90,8 @@ impl Engine for TinyEngine {
     fn loaded(&self) -> Vec<LoadedSet> {
         Vec::new()
     }
+
+    fn worker_health(&self) -> Vec<(String, bool)> {
+        self.backend.worker_health()
+    }
 }
