@@ -96,11 +96,19 @@ fn cpu(job: PartitionJob<'_>) -> Result<(bellperson::groth16::Proof<blstrs::Bls1
     prove_synthesized(job.partition_data.into_synthesized()?, job.params, job.r, job.s, &HostStages::cpu())
 }
 
-fn setup() -> (SyntheticInstance, bellperson::groth16::Parameters<blstrs::Bls12>, Vec<(Scalar, Scalar)>) {
-    let instance = SyntheticInstance { partitions: 3, rounds: 200 };
+type Setup = (SyntheticInstance, bellperson::groth16::Parameters<blstrs::Bls12>, Vec<(Scalar, Scalar)>);
+
+fn setup() -> Setup {
+    setup_with(3)
+}
+
+/// A synthetic instance of `partitions` partitions, its parameters and
+/// blinding pairs.
+fn setup_with(partitions: usize) -> Setup {
+    let instance = SyntheticInstance { partitions, rounds: 200 };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
     let params = instance.generate_parameters(&mut rng).expect("parameters");
-    let pairs = (0..3).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let pairs = (0..partitions).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
     (instance, params, pairs)
 }
 
@@ -446,10 +454,7 @@ fn a_faulted_device_is_fenced_and_its_partitions_finish_on_the_other() {
     // The healthy device holds each partition 300 ms, so while it proves one
     // the other consumer takes the next (to device 0): the fault happens
     // mid-batch. No retry backend: every proof must come from device 1.
-    let instance = SyntheticInstance { partitions: 4, rounds: 200 };
-    let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(42);
-    let params = instance.generate_parameters(&mut rng).expect("parameters");
-    let pairs: Vec<_> = (0..4).map(|_| (Scalar::random(&mut rng), Scalar::random(&mut rng))).collect();
+    let (instance, params, pairs) = setup_with(4);
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
     let devices = [DeviceWorker::new(0, true, 0), DeviceWorker::new(1, false, 300)];
     let backend = workers_backend(&devices, WorkerFences::default());
@@ -537,4 +542,31 @@ fn running_out_of_device_memory_fences_nothing() {
     assert_eq!(report.retries(), 1);
     assert_eq!(worker.0.load(Ordering::SeqCst), 3, "the worker took every partition");
     assert!(backend.fenced_workers().is_empty());
+}
+
+#[test]
+fn a_fault_drill_fails_its_device_and_the_proof_is_unchanged() {
+    let (instance, params, pairs) = setup_with(4);
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    // Both devices healthy (each holds a partition 100 ms, so both take
+    // some); the drill fails device 0's first partition once: it is fenced
+    // for the rest of the proof and device 1 proves that partition again.
+    let devices = [DeviceWorker::new(0, false, 100), DeviceWorker::new(1, false, 100)];
+    let drill = porep_c2::FaultDrill { device: 0, from: 0, faults: Some(1) };
+    let (backend, counts) = workers_backend(&devices, WorkerFences::default()).with_fault_drill(drill);
+    let cfg = ProverConfig {
+        retry_backend: None,
+        pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() },
+        ..config(backend.clone())
+    };
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    assert_eq!(bytes, clean);
+    assert_eq!(counts.injected.load(Ordering::SeqCst), 1);
+    assert_eq!(report.retries(), 1, "{:?}", report.partitions);
+    assert_eq!(backend.fenced_workers(), vec!["gpu0".to_string()]);
+    assert_eq!(devices[1].proved.load(Ordering::SeqCst), 4, "device 1 proved the failed partition again");
+    // On the CPU stages a drill changes nothing.
+    let (cpu, counts) = Backend::cpu().with_fault_drill(drill);
+    let (bytes, _) = prove_instance(&instance, &params, &pairs, &config(cpu)).unwrap();
+    assert_eq!((bytes, counts.injected.load(Ordering::SeqCst)), (clean, 0));
 }

@@ -38,12 +38,20 @@ struct DaemonSample {
     params_load_s: f64,
     /// Proofs it completed.
     completed: f64,
+    /// Partitions proved again after a device fault (or on the CPU while
+    /// every device was fenced).
+    retries: f64,
+    /// Partitions of completed proofs by where they were proved (`0`, `1`,
+    /// .., `cpu`).
+    partitions: BTreeMap<String, f64>,
+    /// Workers out of service (fenced after a device fault) at this moment.
+    fenced: Vec<String>,
 }
 
 impl DaemonSample {
     fn from_metrics(text: &str) -> Self {
         let series = parse_prometheus(text);
-        let by_gpu = |prefix: &str| -> BTreeMap<String, f64> {
+        let by_label = |prefix: &str| -> BTreeMap<String, f64> {
             series
                 .iter()
                 .filter_map(|(k, v)| Some((k.strip_prefix(prefix)?.trim_end_matches("\"}").to_string(), *v)))
@@ -51,11 +59,18 @@ impl DaemonSample {
         };
         let sum = |prefix: &str| series.iter().filter(|(k, _)| k.starts_with(prefix)).map(|(_, v)| v).sum();
         Self {
-            gpu_busy_s: by_gpu("porep_c2_gpu_busy_seconds_total{gpu=\""),
-            device_used_bytes: by_gpu("porep_c2_device_memory_used_bytes{gpu=\""),
+            gpu_busy_s: by_label("porep_c2_gpu_busy_seconds_total{gpu=\""),
+            device_used_bytes: by_label("porep_c2_device_memory_used_bytes{gpu=\""),
             resident_bytes: series.get("process_resident_memory_bytes").copied().unwrap_or(0.0),
             params_load_s: sum("porep_c2_params_load_seconds_total"),
             completed: sum("porep_c2_proofs_completed_total"),
+            retries: sum("porep_c2_partition_retries_total"),
+            partitions: by_label("porep_c2_partitions_total{device=\""),
+            fenced: by_label("porep_c2_worker_healthy{worker=\"")
+                .into_iter()
+                .filter(|(_, up)| *up == 0.0)
+                .map(|(w, _)| w)
+                .collect(),
         }
     }
 }
@@ -262,6 +277,20 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         report.after.params_load_s - report.before.params_load_s,
         report.after.completed - report.before.completed
     );
+    let placed: Vec<String> = report
+        .after
+        .partitions
+        .iter()
+        .map(|(d, n)| (d, n - report.before.partitions.get(d).copied().unwrap_or(0.0)))
+        .filter(|(_, n)| *n > 0.0)
+        .map(|(d, n)| format!("{} {n:.0}", if d == "cpu" { "cpu".to_string() } else { format!("cuda:{d}") }))
+        .collect();
+    println!(
+        "daemon partitions by device [{}]; retried after a device fault {:.0}; fenced now [{}]",
+        placed.join(", "),
+        report.after.retries - report.before.retries,
+        report.after.fenced.join(", ")
+    );
     if let Some(p) = &a.json {
         std::fs::write(p, serde_json::to_vec_pretty(&report)?).with_context(|| format!("writing {}", p.display()))?;
     }
@@ -280,10 +309,18 @@ mod tests {
             porep_c2_device_memory_used_bytes{gpu=\"0\"} 1000\n\
             process_resident_memory_bytes 4096\n\
             porep_c2_params_load_seconds_total{proof_kind=\"POREP_SEAL_COMMIT\"} 0.25\n\
-            porep_c2_proofs_completed_total{proof_kind=\"POREP_SEAL_COMMIT\"} 7\n";
+            porep_c2_proofs_completed_total{proof_kind=\"POREP_SEAL_COMMIT\"} 7\n\
+            porep_c2_partition_retries_total{proof_kind=\"POREP_SEAL_COMMIT\"} 3\n\
+            porep_c2_partitions_total{device=\"0\"} 11\n\
+            porep_c2_partitions_total{device=\"cpu\"} 3\n\
+            porep_c2_worker_healthy{worker=\"cuda:0/0\"} 0\n\
+            porep_c2_worker_healthy{worker=\"cuda:0/1\"} 1\n";
         let s = DaemonSample::from_metrics(text);
         assert_eq!(s.gpu_busy_s, BTreeMap::from([("0".into(), 1.5), ("1".into(), 2.0)]));
         assert_eq!(s.device_used_bytes, BTreeMap::from([("0".into(), 1000.0)]));
         assert_eq!((s.resident_bytes, s.params_load_s, s.completed), (4096.0, 0.25, 7.0));
+        assert_eq!(s.retries, 3.0);
+        assert_eq!(s.partitions, BTreeMap::from([("0".into(), 11.0), ("cpu".into(), 3.0)]));
+        assert_eq!(s.fenced, vec!["cuda:0/0".to_string()]);
     }
 }

@@ -35,6 +35,13 @@ pub struct ServeArgs {
     /// With `--synthetic-timing-only`: partitions per proof.
     #[arg(long, default_value_t = 10, requires = "synthetic_timing_only")]
     partitions: usize,
+    /// A FAULT DRILL, never for production proving: `DEVICE:FROM[:FAULTS]`
+    /// makes that GPU's workers fail from their partition FROM on (FAULTS
+    /// times; without: every one, a dead device), to watch the fallback:
+    /// the device fenced for `fence_secs`, its partitions on the other GPUs
+    /// or the CPU, no proof lost, `porep_c2_worker_healthy` at 0.
+    #[arg(long, value_parser = porep_c2::FaultDrill::parse)]
+    fault_drill: Option<porep_c2::FaultDrill>,
 }
 
 /// Runs `porep-c2 serve` until SIGTERM or Ctrl-C, then drains.
@@ -61,7 +68,11 @@ pub fn run(a: ServeArgs) -> Result<()> {
         engine.preload("")?;
         Arc::new(engine)
     } else {
-        Arc::new(PorepEngine::new(config.prover.prover_config()?))
+        let mut prover = config.prover.prover_config()?;
+        if let Some(drill) = a.fault_drill {
+            prover.backend = prover.backend.with_fault_drill(drill).0;
+        }
+        Arc::new(PorepEngine::new(prover))
     };
     for id in &config.prover.preload {
         let t = Instant::now();

@@ -93,6 +93,11 @@ pub struct ProverSection {
     /// long-lived service: built once per parameter set and device (~19 s
     /// for 32 GiB at `20x4`), ~0.1 s saved per 32 GiB partition.
     pub h_copies: String,
+    /// Seconds a device stays out of service after a device fault
+    /// (`porep_c2::WorkerFences`): its partitions go to the other devices,
+    /// or the CPU when none is left; then it gets the next partition again.
+    /// 0: never fenced (every partition tries the device first).
+    pub fence_secs: u64,
 }
 
 impl Default for ProverSection {
@@ -109,6 +114,7 @@ impl Default for ProverSection {
             preload: Vec::new(),
             verify: true,
             h_copies: String::new(),
+            fence_secs: 300,
         }
     }
 }
@@ -207,8 +213,9 @@ impl ProverSection {
                 None
             });
             g.vram.cap = Some(self.vram_cap_bytes()).filter(|&b| b > 0);
+            let fences = porep_c2::WorkerFences::with_cool_down(std::time::Duration::from_secs(self.fence_secs));
             match porep_c2::gpu::gpu_backend(&g) {
-                Ok(b) => Ok(b),
+                Ok(b) => Ok(b.with_fences(fences)),
                 Err(e) if self.backend == "auto" => {
                     log::warn!("porep-c2: {e}; proving on the CPU");
                     Ok(Backend::cpu())

@@ -46,8 +46,12 @@ pub struct ProofOutput {
     pub synthesis: Duration,
     /// GPU kernel time, summed over partitions (0 on the CPU).
     pub gpu_compute: Duration,
-    /// Partitions proved again on the retry backend after a device fault.
+    /// Partitions proved again after a device fault, or on the retry
+    /// backend while every worker was fenced.
     pub retries: usize,
+    /// Partitions by where they were proved: a device ordinal, or `None`
+    /// (the host's stages).
+    pub partitions_by_device: Vec<(Option<usize>, usize)>,
     /// Host-to-device bytes (GPU workers).
     pub h2d_bytes: u64,
     /// Kernel busy spans per device ordinal: ms after that device's time
@@ -66,6 +70,15 @@ impl ProofOutput {
             synthesis: r.partitions.iter().map(|p| p.synthesis).sum(),
             gpu_compute: Duration::from_secs_f64(gpu.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3),
             retries: r.retries(),
+            partitions_by_device: r
+                .partitions
+                .iter()
+                .fold(BTreeMap::<Option<usize>, usize>::new(), |mut by, p| {
+                    *by.entry(p.steps.gpu.as_ref().map(|g| g.device)).or_default() += 1;
+                    by
+                })
+                .into_iter()
+                .collect(),
             h2d_bytes: gpu.iter().map(|g| g.h2d_bytes).sum(),
             device_spans: gpu
                 .iter()

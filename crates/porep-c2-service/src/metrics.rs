@@ -74,11 +74,19 @@ pub struct Metrics {
     started: Instant,
     kinds: Mutex<BTreeMap<&'static str, KindStats>>,
     busy: Mutex<BTreeMap<usize, BusyClock>>,
+    /// Partitions of completed proofs by where they were proved: a device
+    /// ordinal, or `cpu`.
+    placed: Mutex<BTreeMap<String, u64>>,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        Self { started: Instant::now(), kinds: Mutex::new(BTreeMap::new()), busy: Mutex::new(BTreeMap::new()) }
+        Self {
+            started: Instant::now(),
+            kinds: Mutex::new(BTreeMap::new()),
+            busy: Mutex::new(BTreeMap::new()),
+            placed: Mutex::new(BTreeMap::new()),
+        }
     }
 }
 
@@ -114,6 +122,11 @@ impl Metrics {
                     let mut busy = self.busy.lock().unwrap_or_else(|p| p.into_inner());
                     for (device, spans) in &o.device_spans {
                         busy.entry(*device).or_default().add(spans);
+                    }
+                    let mut placed = self.placed.lock().unwrap_or_else(|p| p.into_inner());
+                    for (device, n) in &o.partitions_by_device {
+                        let label = device.map_or("cpu".to_string(), |d| d.to_string());
+                        *placed.entry(label).or_default() += *n as u64;
                     }
                     s.completed += 1;
                     s.retries += o.retries as u64;
@@ -243,6 +256,13 @@ impl Metrics {
             "gauge",
             "1 while a worker takes partitions, 0 while it is fenced after a device fault (its partitions go to the others).",
             workers.iter().map(|(name, ok)| (format!("{{worker=\"{name}\"}}"), u8::from(*ok).to_string())).collect(),
+        );
+        let placed = self.placed.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        family(
+            "porep_c2_partitions_total",
+            "counter",
+            "Partitions of completed proofs by where they were proved: a GPU ordinal, or cpu.",
+            placed.into_iter().map(|(d, n)| (format!("{{device=\"{d}\"}}"), n.to_string())).collect(),
         );
         if let Some(rss) = resident_bytes() {
             family(

@@ -363,7 +363,10 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
             std::thread::sleep(std::time::Duration::from_millis(300));
             self.proved.fetch_add(1, Ordering::SeqCst);
             let data = job.partition_data.into_synthesized()?;
-            porep_c2::prove_synthesized(data, job.params, job.r, job.s, &porep_c2::HostStages::cpu())
+            let (proof, mut steps) =
+                porep_c2::prove_synthesized(data, job.params, job.r, job.s, &porep_c2::HostStages::cpu())?;
+            steps.gpu = Some(porep_c2::GpuTimes { device: self.device, ..Default::default() });
+            Ok((proof, steps))
         }
     }
     let gpus: Vec<Arc<FakeGpu>> = [true, false]
@@ -400,9 +403,12 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
     let retries = |n| format!("porep_c2_partition_retries_total{{proof_kind=\"POREP_SEAL_COMMIT\"}} {n}");
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(metrics.contains(&retries(1)), "{} in\n{metrics}", retries(1));
-    for (worker, up) in [(0, 0), (1, 1)] {
-        let line = format!("porep_c2_worker_healthy{{worker=\"fake-gpu:{worker}\"}} {up}");
-        assert!(metrics.contains(&line), "{line} in\n{metrics}");
+    for line in [
+        "porep_c2_worker_healthy{worker=\"fake-gpu:0\"} 0",
+        "porep_c2_worker_healthy{worker=\"fake-gpu:1\"} 1",
+        "porep_c2_partitions_total{device=\"1\"} 6",
+    ] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
     }
     // Device 1 fails too: the CPU proves the rest, the service keeps answering.
     gpus[1].dead.store(true, Ordering::SeqCst);
@@ -411,6 +417,9 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
     assert_eq!(backend.healthy_workers(), 0);
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(metrics.contains(&retries(5)), "{} in\n{metrics}", retries(5));
+    for line in ["porep_c2_partitions_total{device=\"1\"} 6", "porep_c2_partitions_total{device=\"cpu\"} 4"] {
+        assert!(metrics.contains(line), "{line} in\n{metrics}");
+    }
     let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (5, 0));
     daemon.stop().await;

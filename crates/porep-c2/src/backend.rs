@@ -380,6 +380,15 @@ impl Backend {
         }
     }
 
+    /// This backend with `fences` (e.g. another cool-down) in place of its
+    /// workers' default ones; the host-level stages as they are.
+    pub fn with_fences(self, fences: WorkerFences) -> Self {
+        match self {
+            Self::Workers(w) => Self::Workers(Workers { fences, ..w }),
+            stages => stages,
+        }
+    }
+
     /// How many workers take partitions now (0 on the host-level stages):
     /// where a failed partition can be proved again on this backend.
     pub fn healthy_workers(&self) -> usize {

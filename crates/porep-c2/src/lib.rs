@@ -22,7 +22,8 @@
 //! Modules, each importing only those listed before it: `params` (files,
 //! keys) → `params_cache` (each file read once per process) → [`plan`] (device working sets, pure) → `error` → `report`
 //! (timings) → `groth16` (the math: shape check,
-//! the one MSM sequence, assembly) → `backend` (stages or workers, gates) →
+//! the one MSM sequence, assembly) → `backend` (stages or workers, gates,
+//! fences) → `drill` (a device made to fail, on purpose) →
 //! `gpu` (the GPU workers and their factory) → `select` ([`Backend::auto`])
 //! → `config` → `c1`, `prover` (the flow).
 #![deny(missing_docs)]
@@ -30,6 +31,7 @@
 mod backend;
 mod c1;
 mod config;
+mod drill;
 mod error;
 #[cfg(feature = "cuda")]
 pub mod gpu;
@@ -56,6 +58,7 @@ pub use c2_ntt::Ntt;
 pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, PipelineConfig};
 pub use c2_synth::{instance_from_c1, PorepInstance};
 pub use config::{MatrixStore, PartitionEvent, Progress, ProverConfig, Randomness, ShapeMatrices, SynthesisPath};
+pub use drill::{DrillCounts, FaultDrill};
 pub use error::Error;
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 pub use filecoin_proofs_api::{ProverId, SectorId};
