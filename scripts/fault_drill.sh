@@ -12,6 +12,8 @@
 #   B. a dead device (`--fault-drill 0:FROM`, `fence_secs = 300`): after
 #      the first fault everything goes to the CPU; the daemon keeps
 #      answering.
+#   C. one transient fault with `fence_secs = 0`: the failed partition is
+#      proved again on the same GPU, nothing goes to the CPU.
 # Usage: scripts/fault_drill.sh BIN_DIR OUT_DIR [C] [J]
 set -uo pipefail
 B=$1; O=$2; C=${3:-4}; J=${4:-20}
@@ -56,9 +58,9 @@ stop() { # tag
     grep -c "synthesizing it again" "$O/daemon-$1.log" | sed 's/^/partitions retried (log lines): /' | tee -a "$O/summary.txt"
 }
 
-# A: 2 partitions per proof; the clean load is 2*J partitions on device 0,
-# the fault comes 10 partitions into the second load.
-daemon A "0:$(( 2 * J + 10 )):1" 20
+# A: an 8 MiB sector is one partition; the clean load is J partitions on
+# device 0, the fault comes 10 partitions into the second load.
+daemon A "0:$(( J + 10 )):1" 20
 load A "$J" clean
 load A "$(( 2 * J ))" transient
 stop A
@@ -67,4 +69,9 @@ stop A
 daemon B "0:10" 300
 load B "$J" dead
 stop B
+
+# C: one fault, no cool-down: the partition again on the same device.
+daemon C "0:10:1" 0
+load C "$J" again
+stop C
 stamp "done"

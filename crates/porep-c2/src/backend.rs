@@ -227,7 +227,9 @@ impl Workers {
         let same = |p: &Arc<dyn PartitionProver>| device.is_some() && p.device() == device;
         let fenced: Vec<usize> = (0..self.provers.len()).filter(|&i| i == w || same(&self.provers[i])).collect();
         let names: Vec<String> = fenced.iter().map(|&i| self.provers[i].name()).collect();
-        if self.fences.fence(&fenced) {
+        if self.fences.cool_down.is_zero() {
+            log::warn!("porep-c2: {} faulted: {error}; no cool-down, they take the next partition", names.join(", "));
+        } else if self.fences.fence(&fenced) {
             log::warn!(
                 "porep-c2: {} out of service for {:?} after: {error}; their partitions go to {}",
                 names.join(", "),
@@ -263,7 +265,9 @@ impl Default for WorkerFences {
 
 impl WorkerFences {
     /// Fences that keep a faulted worker out for `cool_down` (default 5
-    /// minutes).
+    /// minutes). Zero: never fenced, so a failed partition is proved again
+    /// on the same device first (transient faults), then on the retry
+    /// backend.
     pub fn with_cool_down(cool_down: Duration) -> Self {
         Self { until: Arc::default(), cool_down }
     }
