@@ -316,20 +316,24 @@ impl PartitionProver for RecordingWorker {
     }
 }
 
-#[test]
-fn a_higher_priority_proof_takes_a_shared_worker_first() {
-    // Proof A (priority 0) starts on a one-worker backend; proof B
-    // (priority 5) arrives while A's first partition is being proved. B's
-    // three partitions go next, in a row, then A's remaining two: usually
-    // [A0, B0, B1, B2, A1, A2]. With equal priorities the two proofs would
-    // alternate at the worker (A0, B0, A1, B1, ...).
-    let (instance, params, _) = setup();
+/// Proof A (priority 0) starts on `workers` recording workers (each
+/// holding a partition 120 ms); proof B (priority 5) arrives 40 ms later.
+/// Both have `partitions` partitions. Returns the order the workers took
+/// them in: `100 + k` for A's partition k, `200 + k` for B's.
+fn order_of_two_priorities(workers: usize, partitions: usize) -> Vec<u64> {
+    let (instance, params, _) = setup_with(partitions);
     let log = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let worker = Arc::new(RecordingWorker { log: log.clone(), hold: std::time::Duration::from_millis(120) });
+    let provers = (0..workers)
+        .map(|_| {
+            let hold = std::time::Duration::from_millis(120);
+            Arc::new(RecordingWorker { log: log.clone(), hold }) as Arc<dyn PartitionProver>
+        })
+        .collect();
     // A long grace so a busy CI machine cannot make B's consumer late.
     let gates = porep_c2::WorkerGates::with_grace(std::time::Duration::from_millis(300));
-    let backend = Backend::Workers(Workers { gates, ..Workers::new(vec![worker as Arc<dyn PartitionProver>]) });
-    let pairs = |base: u64| (0..3).map(|k| (Scalar::from(base + k), Scalar::from(7u64))).collect::<Vec<_>>();
+    let backend = Backend::Workers(Workers { gates, ..Workers::new(provers) });
+    let n = partitions as u64;
+    let pairs = |base: u64| (0..n).map(|k| (Scalar::from(base + k), Scalar::from(7u64))).collect::<Vec<_>>();
     let with_priority = |priority| ProverConfig {
         verify: false,
         pipeline: porep_c2::PipelineConfig { priority, ..Default::default() },
@@ -342,16 +346,35 @@ fn a_higher_priority_proof_takes_a_shared_worker_first() {
         a.join().unwrap().unwrap();
         b.join().unwrap().unwrap();
     });
-    let order: Vec<u64> = log
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|r| (100..103).chain(200..203).find(|&x| Scalar::from(x) == *r).expect("a known r"))
-        .collect();
-    assert_eq!(order.len(), 6, "{order:?}");
-    // B's partitions form one run (however late A's first one started).
-    let b: Vec<usize> = (0..6).filter(|&i| order[i] >= 200).collect();
-    assert!(b.windows(2).all(|w| w[1] == w[0] + 1), "{order:?}");
+    let known = |r: &Scalar| (100..100 + n).chain(200..200 + n).find(|&x| Scalar::from(x) == *r).expect("a known r");
+    let order: Vec<u64> = log.lock().unwrap().iter().map(known).collect();
+    assert_eq!(order.len(), 2 * partitions, "{order:?}");
+    order
+}
+
+/// Whether B's partitions (200 + k) form one run in `order`.
+fn one_run_of_b(order: &[u64]) -> bool {
+    let b: Vec<usize> = (0..order.len()).filter(|&i| order[i] >= 200).collect();
+    b.windows(2).all(|w| w[1] == w[0] + 1)
+}
+
+#[test]
+fn a_higher_priority_proof_takes_a_shared_worker_first() {
+    // One worker: B's three partitions go next, in a row, then A's
+    // remaining two: usually [A0, B0, B1, B2, A1, A2]. With equal
+    // priorities the two proofs would alternate at the worker (A0, B0, A1,
+    // B1, ...).
+    let order = order_of_two_priorities(1, 3);
+    assert!(one_run_of_b(&order), "{order:?}");
+}
+
+#[test]
+fn priorities_hold_across_two_devices() {
+    // Two workers (two devices): A's first two partitions take both; B's
+    // six go next on both workers, in a row, before A's remaining four.
+    let order = order_of_two_priorities(2, 6);
+    assert!(one_run_of_b(&order), "{order:?}");
+    assert!(order[order.len() - 1] < 200, "A ends last: {order:?}");
 }
 
 /// A worker that keeps the parameter keys it is asked to preload and to

@@ -402,6 +402,12 @@ impl Backend {
         }
     }
 
+    /// True for workers that are all fenced now (a backend of workers
+    /// with none healthy); false for the host-level stages.
+    pub fn is_fenced_out(&self) -> bool {
+        matches!(self, Self::Workers(w) if w.fences.healthy(w.provers.len()) == 0)
+    }
+
     /// Each worker's name and whether it takes partitions now (false: out
     /// of service after a device fault, [`WorkerFences`]), for status pages
     /// and metrics; empty on the host-level stages.

@@ -179,6 +179,15 @@ pub fn prove_instance(
                     backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref(), &started)
                 };
                 let done = || event(PartitionEvent::Done { partition: k });
+                // Every worker fenced (a dead device): this partition goes
+                // to the retry backend as it is, without a failed try or a
+                // second synthesis.
+                if let (true, Some(retry)) = (config.backend.is_fenced_out(), &config.retry_backend) {
+                    let cause = Error::NoHealthyWorker { workers: config.backend.consumers() }.to_string();
+                    let (proof, steps) = prove(retry, job(s, host))?;
+                    done();
+                    return Ok((proof, shape, steps, Some(cause)));
+                }
                 let first = match prove(&config.backend, job(s, host)) {
                     Ok((proof, steps)) => {
                         done();
