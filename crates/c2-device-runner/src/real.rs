@@ -399,19 +399,23 @@ fn throughput(
             reports.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
         let parts: Vec<_> = reports.iter().flat_map(|(_, rep)| rep.partitions.iter()).collect();
         let times: Vec<_> = parts.iter().filter_map(|p| p.steps.gpu.clone()).collect();
-        let busy: f64 = porep_c2::device_busy_ms(&times).iter().map(|(_, ms)| ms).sum::<f64>() / 1e3;
+        // Kernel-busy per device (the union of its kernel spans) over wall.
+        let busy: Vec<String> = porep_c2::device_busy_ms(&times)
+            .iter()
+            .map(|(d, ms)| format!("cuda:{d} {:.0} %", 100.0 * ms / 1e3 / wall))
+            .collect();
         let kernels: f64 = times.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3;
         let n = parts.len().max(1) as f64;
         let synth: f64 = parts.iter().map(|p| p.synthesis.as_secs_f64()).sum::<f64>() / n;
         let h2d: f64 = times.iter().map(|g| g.h2d_bytes as f64).sum::<f64>() / n / 1e9;
         let latency: f64 = reports.iter().map(|(s, _)| s).sum::<f64>() / reports.len().max(1) as f64;
         let line = format!(
-            "real {:?} throughput: {} proofs, -c {c}: {wall:.1} s = {:.2} s/proof (latency {latency:.1} s); kernels {:.2} s/partition, GPU busy {:.0} %; synthesis {synth:.2} s/partition; {h2d:.2} GB host-to-device per partition; {}",
+            "real {:?} throughput: {} proofs, -c {c}: {wall:.1} s = {:.2} s/proof (latency {latency:.1} s); kernels {:.2} s/partition, GPU busy [{}]; synthesis {synth:.2} s/partition; {h2d:.2} GB host-to-device per partition; {}",
             b.sector,
             reports.len(),
             wall / reports.len().max(1) as f64,
             kernels / n,
-            100.0 * busy / wall,
+            busy.join(", "),
             host_memory(&budget, parts.iter().copied()),
         );
         println!("{line}");

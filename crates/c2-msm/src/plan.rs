@@ -27,6 +27,20 @@ impl WindowPlan {
     }
 }
 
+/// Why `copies` precomputed copies for `c`-bit windows cannot be built
+/// (`None`: they can): widths 2..=24 (the kernels' window range), 1 to the
+/// scalar's floor(255 / c) + 1 windows of copies. The bases' count is
+/// checked where it is known.
+pub fn copies_problem(c: u32, copies: u32) -> Option<&'static str> {
+    if !(2..=24).contains(&c) {
+        return Some("the window width must be in 2..=24");
+    }
+    if copies == 0 || copies > 255 / c + 1 {
+        return Some("copies must be between 1 and the scalar's windows");
+    }
+    None
+}
+
 /// Windows of one copy of bases precomputed `copies` times for c-bit
 /// windows: the scalar's floor(255 / c) + 1 windows split into `copies`
 /// runs of this many (copy j holds 2^(j k c) times each base, k this

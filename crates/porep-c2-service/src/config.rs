@@ -147,7 +147,7 @@ impl ProverSection {
         }
         let parsed = v.split_once('x').and_then(|(c, k)| Some((c.parse::<u32>().ok()?, k.parse::<u32>().ok()?)));
         match parsed {
-            Some((c, k)) if (2..=24).contains(&c) && (1..=255 / c + 1).contains(&k) => Ok(Some((c, k))),
+            Some((c, k)) if c2_msm::plan::copies_problem(c, k).is_none() => Ok(Some((c, k))),
             _ => Err(ConfigError::Invalid(format!(
                 "prover.h_copies = {v:?}: \"<window bits>x<copies>\", bits 2..=24, copies 1..=255/bits+1 (e.g. \"20x4\"), or empty"
             ))),

@@ -65,11 +65,8 @@ impl<C: GpuCurve> PrecomputedBases<C> {
 /// Checks a request for `copies` copies of `n` bases at width `c`.
 fn check_copies(c: u32, copies: u32, n: usize) -> Result<(), MsmError> {
     let bad = |reason| Err(MsmError::BadCopies { c, copies, bases: n, reason });
-    if !(2..=24).contains(&c) {
-        return bad("the window width must be in 2..=24");
-    }
-    if copies == 0 || copies > 255 / c + 1 {
-        return bad("copies must be between 1 and the scalar's windows");
+    if let Some(reason) = crate::plan::copies_problem(c, copies) {
+        return bad(reason);
     }
     if n.checked_mul(copies as usize).is_none_or(|t| t > MAX_BASES) {
         return bad("more than 2^31 points in all");
