@@ -7,7 +7,8 @@
 #                  kernel-busy per GPU, host memory peak, bytes to the device
 #   8m-1 / 8m-2    real 8 MiB sectors, 48 proofs at -c 16
 #   service        the daemon on both GPUs: a real 8 MiB load through gRPC
-#                  (partitions per device from its metrics), then the fault
+#                  (partitions per device from its metrics), high-priority
+#                  proofs beside a normal load (latencies), then the fault
 #                  drill on GPU 0 (its partitions go to GPU 1, none to the CPU)
 # Usage: scripts/two_gpus.sh BIN_DIR OUT_DIR PART
 # BIN_DIR holds c2-device-runner and porep-c2 (both built with cuda).
@@ -49,8 +50,20 @@ TOML
             pid=$!
             for _ in $(seq 1 120); do [ -S "$W/d.sock" ] && break; sleep 1; done
             echo "daemon on both GPUs, drill $drill" | tee -a "$O/summary.txt"
-            "$B/porep-c2" bench --daemon "unix://$W/d.sock" --params-dir "$P" --c1 "$W/c1.json" --miner f01000 \
-                --sector-id 2 -c 16 -j 64 2> "$O/bench-$drill.err" | tee -a "$O/summary.txt"
+            bench() { # tag priority c j
+                "$B/porep-c2" bench --daemon "unix://$W/d.sock" --params-dir "$P" --c1 "$W/c1.json" --miner f01000 \
+                    --sector-id 2 --priority "$2" -c "$3" -j "$4" 2> "$O/bench-$drill-$1.err" | tee -a "$O/summary.txt"
+            }
+            bench load normal 16 64
+            if [ "$drill" = none ]; then
+                # Priorities across the devices: a normal load, and 3 s in,
+                # a few high-priority proofs beside it: their latency
+                # against the normal ones' in the same seconds.
+                bench normal normal 16 96 &
+                sleep 3
+                bench high high 2 8
+                wait
+            fi
             kill -TERM "$pid"; wait "$pid"; echo "daemon exit $?" | tee -a "$O/summary.txt"
         done ;;
     *) echo "unknown part $PART" >&2; exit 2 ;;

@@ -68,6 +68,11 @@ pub struct BenchArgs {
     /// output is verified here.
     #[arg(long)]
     pub daemon: Option<String>,
+    /// With `--daemon`: the requests' priority (`low`, `normal`, `high`,
+    /// `critical`); a second bench at another priority beside this one
+    /// shows the daemon's ordering in the two latencies.
+    #[arg(long, default_value = "normal", requires = "daemon", value_parser = crate::daemon_bench::parse_priority)]
+    pub priority: i32,
     #[command(flatten)]
     pub prover: ProverArgs,
 }

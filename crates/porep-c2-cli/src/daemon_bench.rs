@@ -16,6 +16,14 @@ use porep_c2_service::{client, registered_seal_proof, Listen};
 
 use crate::bench::BenchArgs;
 
+/// A priority's name (`low` .. `critical`, any case) as the wire's number.
+pub fn parse_priority(s: &str) -> Result<i32, String> {
+    match proto::Priority::from_str_name(&s.to_ascii_uppercase()) {
+        Some(p) if p != proto::Priority::Unspecified => Ok(p as i32),
+        _ => Err(format!("priority {s:?}: low, normal, high or critical")),
+    }
+}
+
 /// The series of a Prometheus text exposition, `name{labels}` -> value.
 fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
     text.lines()
@@ -92,6 +100,7 @@ struct DaemonReport {
     daemon: String,
     sector: String,
     concurrent: usize,
+    priority: String,
     proofs: usize,
     wall_s: f64,
     seconds_per_proof: f64,
@@ -138,7 +147,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         let real = RealLoad { c1, params, prover_id: a.sector.prover_id()? };
         (json, Some(real), registered, actor, sector_id, sector)
     };
-    let (concurrent, total) = (a.concurrent as usize, a.total as usize);
+    let (concurrent, total, priority) = (a.concurrent as usize, a.total as usize, a.priority);
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     let report = runtime.block_on(async {
         let mut c = client::connect(&listen).await.with_context(|| format!("connecting to {listen}"))?;
@@ -149,9 +158,10 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         let before = metrics(c.clone()).await.context("GetMetrics")?;
         let status = c.get_status(proto::GetStatusRequest {}).await.context("GetStatus")?.into_inner();
         log::info!(
-            "daemon {listen}: {} GPU(s), sets loaded: [{}]; bench: {sector}, {total} proof(s), {concurrent} in flight",
+            "daemon {listen}: {} GPU(s), sets loaded: [{}]; bench: {sector}, {total} proof(s), {concurrent} in flight, priority {}",
             status.gpus.len(),
-            status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect::<Vec<_>>().join(", ")
+            status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect::<Vec<_>>().join(", "),
+            proto::Priority::try_from(priority).map_or("?", |p| p.as_str_name())
         );
         let (next, done, start) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Instant::now());
         let shared = Arc::new((json, real));
@@ -171,7 +181,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                             request_id: format!("{tag}-{index}"),
                             proof_kind: proto::ProofKind::PorepSealCommit as i32,
                             registered_proof: registered,
-                            priority: proto::Priority::Normal as i32,
+                            priority,
                             vanilla_proof: shared.0.clone(),
                             sector_number: sector_id,
                             miner_id: actor,
@@ -238,6 +248,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             daemon: listen.to_string(),
             sector,
             concurrent,
+            priority: proto::Priority::try_from(priority).map_or("?", |p| p.as_str_name()).to_string(),
             proofs: total,
             wall_s,
             seconds_per_proof: wall_s / total as f64,
@@ -249,12 +260,13 @@ pub fn run(a: &BenchArgs) -> Result<()> {
     })?;
     let gb = |b: f64| b / 1e9;
     println!(
-        "{} proof(s) through {} in {:.2} s: {:.2} s/proof with {} in flight (mean single-proof wall {:.2} s){}",
+        "{} proof(s) through {} in {:.2} s: {:.2} s/proof with {} in flight, priority {} (mean single-proof wall {:.2} s){}",
         report.proofs,
         report.daemon,
         report.wall_s,
         report.seconds_per_proof,
         report.concurrent,
+        report.priority,
         report.runs.iter().map(|r| r.wall_s).sum::<f64>() / report.proofs as f64,
         if a.no_verify || a.synthetic { "" } else { ", every proof verified here" }
     );
@@ -315,6 +327,9 @@ mod tests {
             porep_c2_partitions_total{device=\"cpu\"} 3\n\
             porep_c2_worker_healthy{worker=\"cuda:0/0\"} 0\n\
             porep_c2_worker_healthy{worker=\"cuda:0/1\"} 1\n";
+        assert_eq!(parse_priority("high"), Ok(proto::Priority::High as i32));
+        assert_eq!(parse_priority("LOW"), Ok(proto::Priority::Low as i32));
+        assert!(parse_priority("urgent").is_err() && parse_priority("priority_unspecified").is_err());
         let s = DaemonSample::from_metrics(text);
         assert_eq!(s.gpu_busy_s, BTreeMap::from([("0".into(), 1.5), ("1".into(), 2.0)]));
         assert_eq!(s.device_used_bytes, BTreeMap::from([("0".into(), 1000.0)]));
