@@ -12,6 +12,7 @@
 #                  drill on GPU 0 (its partitions go to GPU 1, none to the CPU)
 # Usage: scripts/two_gpus.sh BIN_DIR OUT_DIR PART
 # BIN_DIR holds c2-device-runner and porep-c2 (both built with cuda).
+# DRILL=DEVICE:FROM[:FAULTS] sets the service part's drill (default 0:20).
 set -uo pipefail
 B=$1; O=$2; PART=$3
 mkdir -p "$O"
@@ -33,7 +34,7 @@ case $PART in
         W=${W:-/tmp/porep-c2-two}; P=$W/params; mkdir -p "$W" "$P"
         "$B/porep-c2" make-c1 --sector-size 8MiB --miner f01000 --sector-id 2 --seed 2 --out "$W/c1.json" \
             --gen-params "$P" > "$O/make.log" 2>&1
-        for drill in none 0:20; do
+        for drill in none "${DRILL:-0:20}"; do
             cat > "$W/d.toml" <<TOML
 [server]
 listen = "unix://$W/d.sock"
