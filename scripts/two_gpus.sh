@@ -61,9 +61,10 @@ TOML
                 # a few high-priority proofs beside it: their latency
                 # against the normal ones' in the same seconds.
                 bench normal normal 16 96 &
+                normal=$!
                 sleep 3
                 bench high high 2 8
-                wait
+                wait "$normal"   # not a bare wait: the daemon is a job of this shell too
             fi
             kill -TERM "$pid"; wait "$pid"; echo "daemon exit $?" | tee -a "$O/summary.txt"
         done ;;
