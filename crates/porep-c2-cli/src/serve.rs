@@ -40,7 +40,7 @@ pub struct ServeArgs {
     /// times; without: every one, a dead device), to watch the fallback:
     /// the device fenced for `fence_secs`, its partitions on the other GPUs
     /// or the CPU, no proof lost, `porep_c2_worker_healthy` at 0.
-    #[arg(long, value_parser = porep_c2::FaultDrill::parse)]
+    #[arg(long, value_parser = porep_c2::FaultDrill::parse, conflicts_with = "synthetic_timing_only")]
     fault_drill: Option<porep_c2::FaultDrill>,
 }
 

@@ -253,8 +253,9 @@ pub struct WorkerFences {
 
 /// How long a worker stays fenced after a device fault: long enough that a
 /// device which faults at every partition costs one failed attempt per 5
-/// minutes (~20 partitions of a 32 GiB sector at ~14 s on the H200), short
-/// enough that a transient fault does not keep a GPU idle for long.
+/// minutes (one H200 proves ~19 real 32 GiB sectors in that time, 16.1 s
+/// each: BENCHMARKS.md, session 25), short enough that a transient fault
+/// does not keep a GPU idle for long.
 const FENCE_COOL_DOWN: Duration = Duration::from_secs(300);
 
 impl Default for WorkerFences {
