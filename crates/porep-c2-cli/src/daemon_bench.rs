@@ -24,6 +24,11 @@ pub fn parse_priority(s: &str) -> Result<i32, String> {
     }
 }
 
+/// A wire priority's name (`HIGH`), for reports.
+fn priority_name(priority: i32) -> &'static str {
+    proto::Priority::try_from(priority).map_or("?", |p| p.as_str_name())
+}
+
 /// The series of a Prometheus text exposition, `name{labels}` -> value.
 fn parse_prometheus(text: &str) -> BTreeMap<String, f64> {
     text.lines()
@@ -161,7 +166,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             "daemon {listen}: {} GPU(s), sets loaded: [{}]; bench: {sector}, {total} proof(s), {concurrent} in flight, priority {}",
             status.gpus.len(),
             status.loaded_srs.iter().map(|s| s.circuit_id.as_str()).collect::<Vec<_>>().join(", "),
-            proto::Priority::try_from(priority).map_or("?", |p| p.as_str_name())
+            priority_name(priority)
         );
         let (next, done, start) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Instant::now());
         let shared = Arc::new((json, real));
@@ -248,7 +253,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
             daemon: listen.to_string(),
             sector,
             concurrent,
-            priority: proto::Priority::try_from(priority).map_or("?", |p| p.as_str_name()).to_string(),
+            priority: priority_name(priority).to_string(),
             proofs: total,
             wall_s,
             seconds_per_proof: wall_s / total as f64,

@@ -73,9 +73,10 @@ impl PartitionProver for Drilled {
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
         let out = self.inner.prove(job);
         let n = self.counts.finished.fetch_add(1, Ordering::SeqCst);
-        let within = |injected: usize| self.drill.faults.is_none_or(|f| injected < f);
-        if n >= self.drill.from && within(self.counts.injected.load(Ordering::SeqCst)) {
-            self.counts.injected.fetch_add(1, Ordering::SeqCst);
+        // One atomic step, so two workers finishing at once inject no more
+        // than `faults`.
+        let take = |injected: usize| self.drill.faults.is_none_or(|f| injected < f).then_some(injected + 1);
+        if n >= self.drill.from && self.counts.injected.fetch_update(Ordering::SeqCst, Ordering::SeqCst, take).is_ok() {
             return Err(Error::Worker { worker: self.name(), message: "fault drill: injected device fault".into() });
         }
         out
@@ -104,9 +105,11 @@ impl Backend {
         let provers: Vec<Arc<dyn PartitionProver>> = w
             .provers
             .into_iter()
-            .map(|p| match p.device() == Some(drill.device) {
-                true => Arc::new(Drilled { inner: p, drill, counts: counts.clone() }) as Arc<dyn PartitionProver>,
-                false => p,
+            .map(|p| {
+                if p.device() != Some(drill.device) {
+                    return p;
+                }
+                Arc::new(Drilled { inner: p, drill, counts: counts.clone() }) as Arc<dyn PartitionProver>
             })
             .collect();
         log::warn!(

@@ -178,21 +178,21 @@ pub fn prove_instance(
                 let prove = |backend: &Backend, job| {
                     backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref(), &started)
                 };
-                let done = || event(PartitionEvent::Done { partition: k });
+                // Done, on a retry with its cause (`None`: first time).
+                let done = |proof, steps, cause: Option<String>| {
+                    event(PartitionEvent::Done { partition: k });
+                    Ok((proof, shape, steps, cause))
+                };
                 // Every worker fenced (a dead device): this partition goes
                 // to the retry backend as it is, without a failed try or a
                 // second synthesis.
                 if let (true, Some(retry)) = (config.backend.is_fenced_out(), &config.retry_backend) {
                     let cause = Error::NoHealthyWorker { workers: config.backend.consumers() }.to_string();
                     let (proof, steps) = prove(retry, job(s, host))?;
-                    done();
-                    return Ok((proof, shape, steps, Some(cause)));
+                    return done(proof, steps, Some(cause));
                 }
                 let first = match prove(&config.backend, job(s, host)) {
-                    Ok((proof, steps)) => {
-                        done();
-                        return Ok((proof, shape, steps, None));
-                    }
+                    Ok((proof, steps)) => return done(proof, steps, None),
                     Err(e) => e,
                 };
                 // A device fault: the partition again on a healthy worker
@@ -206,10 +206,6 @@ pub fn prove_instance(
                 // circuit. (Its memory is outside the budget: the failed
                 // run returned the permit. Retries are rare.)
                 let cause = first.to_string();
-                let retried = |proof, steps| {
-                    done();
-                    Ok((proof, shape, steps, Some(cause.clone())))
-                };
                 let mut error = first;
                 let on_workers = |e: &Error| {
                     e.is_backend_failure() && !e.is_device_out_of_memory() && config.backend.healthy_workers() > 0
@@ -220,7 +216,7 @@ pub fn prove_instance(
                     }
                     log::warn!("porep-c2: partition {k}: {error}; synthesizing it again for a healthy worker");
                     match prove(&config.backend, job(synthesize(k)?, None)) {
-                        Ok((proof, steps)) => return retried(proof, steps),
+                        Ok((proof, steps)) => return done(proof, steps, Some(cause)),
                         Err(e) => error = e,
                     }
                 }
@@ -228,7 +224,7 @@ pub fn prove_instance(
                     Some(retry) if error.is_backend_failure() => {
                         log::warn!("porep-c2: partition {k}: {error}; synthesizing it again and proving on {retry:?}");
                         let (proof, steps) = prove(retry, job(synthesize(k)?, None))?;
-                        retried(proof, steps)
+                        done(proof, steps, Some(cause))
                     }
                     _ => Err(error),
                 }
