@@ -593,3 +593,65 @@ fn a_fault_drill_fails_its_device_and_the_proof_is_unchanged() {
     let (bytes, _) = prove_instance(&instance, &params, &pairs, &config(cpu)).unwrap();
     assert_eq!((bytes, counts.injected.load(Ordering::SeqCst)), (clean, 0));
 }
+
+#[test]
+fn a_worker_that_panics_is_a_fenced_device_fault_and_the_proof_survives() {
+    // One device's worker panics mid-partition (as a bug or a driver
+    // wrapper could); the other device's worker proves. The panic must not
+    // tear down the proof: device 0 is fenced, its partition proved on
+    // device 1, and the retry says it was a panic.
+    struct PanickingWorker(AtomicUsize);
+    impl PartitionProver for PanickingWorker {
+        fn name(&self) -> String {
+            "gpu0".into()
+        }
+        fn device(&self) -> Option<usize> {
+            Some(0)
+        }
+        fn prove(
+            &self,
+            _: PartitionJob<'_>,
+        ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            panic!("injected panic in a GPU worker");
+        }
+    }
+    struct HealthyWorker;
+    impl PartitionProver for HealthyWorker {
+        fn name(&self) -> String {
+            "gpu1".into()
+        }
+        fn device(&self) -> Option<usize> {
+            Some(1)
+        }
+        fn prove(
+            &self,
+            job: PartitionJob<'_>,
+        ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            cpu(job)
+        }
+    }
+    let (instance, params, pairs) = setup();
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let panicking = Arc::new(PanickingWorker(AtomicUsize::new(0)));
+    let backend = Backend::workers(vec![panicking.clone(), Arc::new(HealthyWorker)]);
+    let cfg = ProverConfig {
+        retry_backend: None,
+        pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() },
+        ..config(backend.clone())
+    };
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+    assert_eq!(bytes, clean, "proof after a worker panic differs from the CPU one");
+    assert_eq!(panicking.0.load(Ordering::SeqCst), 1, "the panicking device is fenced after one panic");
+    assert_eq!(backend.fenced_workers(), vec!["gpu0".to_string()]);
+    let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
+    assert_eq!(retried.len(), 1, "{:?}", report.partitions);
+    assert!(retried[0].contains("panicked: injected panic in a GPU worker"), "{}", retried[0]);
+    // With no healthy worker and no retry backend, the client is told the cause.
+    let lone = Backend::workers(vec![Arc::new(PanickingWorker(AtomicUsize::new(0)))]);
+    match prove_instance(&instance, &params, &pairs, &ProverConfig { retry_backend: None, ..config(lone) }) {
+        Err(e @ Error::Worker { .. }) => assert!(e.to_string().contains("panicked: injected panic"), "{e}"),
+        other => panic!("expected the worker's panic as a device fault, got {other:?}"),
+    }
+}

@@ -135,12 +135,15 @@ pub fn run(a: &BenchArgs) -> Result<()> {
         (b"synthetic".to_vec(), None, registered, 1000, 1, what.to_string())
     } else {
         let Some(path) = &a.c1 else { bail!("--daemon needs --c1 (or --synthetic)") };
-        let (json, _) = crate::prove::read_input(path)?;
-        let c1 = porep_c2::parse_c1_json(&json)?;
+        let input = crate::prove::read_input(path, a.sector.sector_id)?;
         let Some(actor) = a.sector.actor()? else {
             bail!("--daemon needs --miner: the service derives the prover id from it")
         };
-        let Some(sector_id) = a.sector.sector_id else { bail!("give --sector-id") };
+        let Some(sector_id) = a.sector.sector_id.or(input.sector_number()) else { bail!("give --sector-id") };
+        let sector_size = input.sector_size();
+        let c1 = input.c1;
+        // Sent as Curio sends it: the C1 JSON in Curio's envelope.
+        let json = porep_c2::C1Envelope { sector_number: sector_id, sector_size }.wrap(&serde_json::to_vec(&c1)?);
         let Some(registered) = number(c1.registered_proof) else {
             bail!("{:?} has no registered-proof number", c1.registered_proof)
         };
@@ -186,6 +189,7 @@ pub fn run(a: &BenchArgs) -> Result<()> {
                             request_id: format!("{tag}-{index}"),
                             proof_kind: proto::ProofKind::PorepSealCommit as i32,
                             registered_proof: registered,
+                            sector_size: registered_seal_proof(registered).map_or(0, |rp| u64::from(rp.sector_size())),
                             priority,
                             vanilla_proof: shared.0.clone(),
                             sector_number: sector_id,

@@ -4,7 +4,8 @@
 //!
 //! ```text
 //! porep-c2 prove c1.json --miner f01000 --sector-id 7 --out proof.json
-//! porep-c2 prove commit2-in.json --miner t01000           # lotus-bench's Commit2In
+//! porep-c2 prove commit2-in.json --miner t01000           # lotus-bench's Commit2In / Curio's envelope
+//! porep-c2 verify c1.json proof.json --miner f01000 --sector-id 7
 //! porep-c2 bench --c1 c1.json --miner f01000 --sector-id 7 -c 4 -j 16
 //! porep-c2 bench --daemon unix:///run/curio/cuzk.sock --c1 c1.json --miner f01000 --sector-id 7 -c 4 -j 16
 //! porep-c2 make-c1 --sector-size 32GiB --cc --miner f01000 --out c1.json
@@ -22,6 +23,7 @@ mod make_c1;
 mod prove;
 mod serve;
 mod synthetic_engine;
+mod verify;
 
 use std::path::PathBuf;
 
@@ -57,6 +59,8 @@ enum Command {
     CheckParams(check_params::CheckParamsArgs),
     /// Serve the cuzk.v1 gRPC protocol (what Curio's `[Cuzk] Address` points at).
     Serve(serve::ServeArgs),
+    /// Verify a proof against the sector's C1 output and the verifying key.
+    Verify(verify::VerifyArgs),
 }
 
 /// The prover's settings shared by `prove`, `bench` and `serve`.
@@ -149,6 +153,7 @@ fn main() {
         Command::MakeC1(a) => make_c1::run(a),
         Command::CheckParams(a) => check_params::run(a),
         Command::Serve(a) => serve::run(a),
+        Command::Verify(a) => verify::run(a),
     };
     if let Err(e) = result {
         eprintln!("porep-c2: error: {e:#}");

@@ -43,6 +43,11 @@ pub struct MakeC1Args {
     /// apart from a production parameter cache.
     #[arg(long)]
     gen_params: Option<PathBuf>,
+    /// Write the C1 output in the envelope Curio sends and lotus-bench
+    /// writes (`Commit2In`: `{"SectorNum", "Phase1Out" (base64), "SectorSize"}`)
+    /// instead of raw filecoin-proofs-api JSON.
+    #[arg(long)]
+    commit2in: bool,
 }
 
 fn parse_size(s: &str) -> Result<RegisteredSealProof, String> {
@@ -75,7 +80,11 @@ pub fn run(a: MakeC1Args) -> Result<()> {
         log::info!("sealed {:?} (PC1 + PC2 + C1) in {:.2?}", a.sector_size, t.elapsed());
         (s.c1, s.prover_id, u64::from(s.sector_id))
     };
-    let json = serde_json::to_vec(&c1)?;
+    let mut json = serde_json::to_vec(&c1)?;
+    if a.commit2in {
+        let sector_size = u64::from(c1.registered_proof.sector_size());
+        json = porep_c2::C1Envelope { sector_number: sector_id, sector_size }.wrap(&json);
+    }
     std::fs::write(&a.out, json).with_context(|| format!("writing {}", a.out.display()))?;
     log::info!("wrote {}", a.out.display());
     // What `prove` and `bench` need for this sector.

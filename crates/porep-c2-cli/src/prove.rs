@@ -5,9 +5,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use base64::Engine as _;
 use clap::{Args, ValueEnum};
-use porep_c2::{parse_c1_json, prove_porep_c2_with_report, Progress, Randomness, SealCommitPhase2Output};
+use porep_c2::{prove_porep_c2_with_report, C1Input, Progress, Randomness, SealCommitPhase2Output, SynthesisPath};
 
 use crate::{progress_bar, ProverArgs, SectorArgs};
 
@@ -48,18 +47,9 @@ pub struct ProveArgs {
     prover: ProverArgs,
 }
 
-/// lotus-bench's `Commit2In`.
-#[derive(serde::Deserialize)]
-#[serde(rename_all = "PascalCase")]
-struct Commit2In {
-    sector_num: u64,
-    phase1_out: String,
-    #[allow(dead_code)]
-    sector_size: u64,
-}
-
-/// The C1 JSON and, from a `Commit2In`, the sector number.
-pub fn read_input(path: &PathBuf) -> Result<(Vec<u8>, Option<u64>)> {
+/// The input file (or stdin) as raw C1 JSON or the envelope, its sector
+/// fields checked against the C1 output and `--sector-id`.
+pub fn read_input(path: &PathBuf, sector_id: Option<u64>) -> Result<C1Input> {
     let bytes = if path.as_os_str() == "-" {
         let mut b = Vec::new();
         std::io::stdin().read_to_end(&mut b).context("reading stdin")?;
@@ -67,23 +57,20 @@ pub fn read_input(path: &PathBuf) -> Result<(Vec<u8>, Option<u64>)> {
     } else {
         std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
     };
-    // A Commit2In has a Phase1Out key; a C1 output has registered_proof.
-    if let Ok(c2in) = serde_json::from_slice::<Commit2In>(&bytes) {
-        let c1 = base64::engine::general_purpose::STANDARD
-            .decode(c2in.phase1_out.trim())
-            .context("Commit2In.Phase1Out is not base64")?;
-        return Ok((c1, Some(c2in.sector_num)));
-    }
-    Ok((bytes, None))
+    let input = C1Input::parse(&bytes)?;
+    input.check_sector(sector_id, None)?;
+    Ok(input)
 }
 
 /// Runs `porep-c2 prove`.
 pub fn run(a: ProveArgs) -> Result<()> {
-    let (json, sector_num) = read_input(&a.input)?;
-    let c1 = parse_c1_json(&json)?;
+    let input = read_input(&a.input, a.sector.sector_id)?;
     let prover_id = a.sector.prover_id()?;
-    let Some(sector_id) = a.sector.sector_id.or(sector_num) else { bail!("give --sector-id") };
+    let Some(sector_id) = a.sector.sector_id.or(input.sector_number()) else { bail!("give --sector-id") };
+    let c1 = input.c1;
     let mut config = a.prover.section(Some(u64::from(c1.registered_proof.sector_size()))).prover_config()?;
+    // One proof: the default path (matrices only where they pay within it).
+    config.synthesis = SynthesisPath::Auto;
     config.verify = !a.no_verify;
     if let Some(seed) = a.seed {
         let mut s = [0u8; 32];

@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use porep_c2_service::{serve, Engine, Jobs, Listen, Metrics, PorepEngine, ServiceConfig};
+use porep_c2_service::{serve_with, Engine, Jobs, Metrics, PorepEngine, ServiceConfig};
 
 /// `porep-c2 serve`.
 #[derive(Args)]
@@ -20,6 +20,19 @@ pub struct ServeArgs {
     /// Device memory per device, GiB (overrides the file).
     #[arg(long, env = "POREP_C2_VRAM_CAP_GIB")]
     vram_cap: Option<usize>,
+    /// Folder of the parameter files (overrides the file).
+    #[arg(long)]
+    params_dir: Option<PathBuf>,
+    /// `auto`, `gpu` or `cpu` (overrides the file).
+    #[arg(long, value_parser = ["auto", "gpu", "cpu"])]
+    backend: Option<String>,
+    /// Seconds a GPU stays fenced after a device fault (overrides the file).
+    #[arg(long)]
+    fence_secs: Option<u64>,
+    /// Fail a proof instead of proving on the CPU when no GPU can
+    /// (`retry_on_cpu = false`; overrides the file).
+    #[arg(long)]
+    no_cpu_retry: bool,
     /// Print the configuration (defaults with the file and flags applied) and exit.
     #[arg(long)]
     print_config: bool,
@@ -56,12 +69,24 @@ pub fn run(a: ServeArgs) -> Result<()> {
     if let Some(c) = a.vram_cap {
         config.prover.vram_cap_gib = c;
     }
+    if let Some(d) = a.params_dir {
+        config.prover.params_dir = d;
+    }
+    if let Some(b) = a.backend {
+        config.prover.backend = b;
+    }
+    if let Some(f) = a.fence_secs {
+        config.prover.fence_secs = f;
+    }
+    if a.no_cpu_retry {
+        config.prover.retry_on_cpu = false;
+    }
     config.check()?;
     if a.print_config {
         print!("{}", config.to_toml());
         return Ok(());
     }
-    let listen = Listen::parse(&config.server.listen).map_err(anyhow::Error::msg)?;
+    let options = config.server.serve_options()?;
     let engine: Arc<dyn Engine> = if a.synthetic_timing_only {
         let engine =
             crate::synthetic_engine::SyntheticEngine::new(a.scale, a.partitions, config.prover.prover_config()?);
@@ -96,7 +121,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
                 _ = tokio::signal::ctrl_c() => {}
             }
         };
-        serve(&listen, jobs, config.server.max_message_bytes, shutdown, || {}).await
+        serve_with(&options, jobs, shutdown, || {}).await
     })?;
     Ok(())
 }

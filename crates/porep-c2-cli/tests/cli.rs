@@ -86,3 +86,59 @@ fn make_c1_writes_a_cc_sector_for_a_miner() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(text(&o).contains("give --sector-id"), "{}", text(&o));
 }
+
+/// A registered 2 KiB sector end to end through the command, as an operator
+/// runs it: `make-c1` seals it (PC1, PC2, C1) and generates random Groth16
+/// parameters for its circuit, `prove` proves the raw C1 output and the
+/// same sector as lotus-bench's `Commit2In` (Curio's envelope; the sector
+/// number comes from it), and `verify` accepts both proofs and refuses one
+/// for another sector.
+#[test]
+#[ignore = "generates the 2 KiB circuit's parameters once into target/tmp/params-2k (~14 min on two cores); .ci/run runs it"]
+fn prove_and_verify_a_registered_sector_from_raw_c1_and_commit2in() {
+    let params = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("params-2k");
+    let params = params.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (raw, wrapped) = (path("c1.json"), path("commit2in.json"));
+    let make = |out: &str, extra: &[&str]| {
+        let mut args = vec!["make-c1", "--sector-size", "2KiB", "--miner", "f01000", "--sector-id", "7", "--out", out];
+        args.extend_from_slice(extra);
+        let o = porep_c2(&args);
+        assert!(o.status.success(), "{}", text(&o));
+    };
+    let t = std::time::Instant::now();
+    make(&raw, &["--gen-params", params]);
+    eprintln!("sealed and made parameters in {:.0} s", t.elapsed().as_secs_f64());
+    make(&wrapped, &["--commit2in"]);
+    let body = std::fs::read_to_string(&wrapped).unwrap();
+    assert!(body.starts_with(r#"{"SectorNum":7,"Phase1Out":""#) && body.ends_with(r#"","SectorSize":2048}"#));
+
+    let prove = |input: &str, out: &str, extra: &[&str]| {
+        let mut args =
+            vec!["prove", input, "--miner", "f01000", "--backend", "cpu", "--params-dir", params, "--out", out];
+        args.extend_from_slice(extra);
+        let t = std::time::Instant::now();
+        let o = porep_c2(&args);
+        assert!(o.status.success(), "{}", text(&o));
+        eprintln!("proved {input} in {:.1} s", t.elapsed().as_secs_f64());
+    };
+    let verify = |input: &str, proof: &str, extra: &[&str]| {
+        let mut args = vec!["verify", input, proof, "--miner", "f01000", "--params-dir", params];
+        args.extend_from_slice(extra);
+        porep_c2(&args)
+    };
+    let (p1, p2) = (path("proof.json"), path("proof.hex"));
+    prove(&raw, &p1, &["--sector-id", "7"]);
+    prove(&wrapped, &p2, &["--format", "hex"]);
+    for (input, proof) in [(&raw, &p1), (&wrapped, &p2), (&raw, &p2)] {
+        let o = verify(input, proof, &["--sector-id", "7"]);
+        assert!(o.status.success() && text(&o).contains("verified: 1 partition"), "{input} {proof}: {}", text(&o));
+    }
+    // Another sector number: refused (by the envelope's SectorNum, or by the proof).
+    let o = verify(&wrapped, &p1, &["--sector-id", "8"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("SectorNum"), "{}", text(&o));
+    let o = verify(&raw, &p1, &["--sector-id", "8"]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}

@@ -12,8 +12,9 @@ use crate::engine::circuit_sector_size;
 use porep_c2::{Backend, HostBudget, ParamsSource, ProverConfig};
 use serde::{Deserialize, Serialize};
 
-/// Where the service listens.
-pub const DEFAULT_LISTEN: &str = "unix:///run/porep-c2/cuzk.sock";
+/// Where the service listens: the socket Curio's documentation and its own
+/// daemon's examples use (`[Cuzk] Address = "unix:///run/curio/cuzk.sock"`).
+pub const DEFAULT_LISTEN: &str = "unix:///run/curio/cuzk.sock";
 
 /// The whole file.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -38,11 +39,45 @@ pub struct ServerSection {
     /// Largest gRPC message in either direction, bytes (Curio's client
     /// allows 256 MiB; a 32 GiB C1 output is ~50-100 MB).
     pub max_message_bytes: usize,
+    /// A unix socket's permission bits, octal (default `"0660"`: the
+    /// daemon's user and group connect, nobody else).
+    pub socket_mode: String,
+    /// A unix socket's group, a name or a number; empty: the daemon's own
+    /// group. A daemon run as root for a Curio run as user `curio` sets
+    /// `socket_group = "curio"` (or a group both belong to).
+    pub socket_group: String,
 }
 
 impl Default for ServerSection {
     fn default() -> Self {
-        Self { listen: DEFAULT_LISTEN.into(), max_message_bytes: crate::client::MAX_MESSAGE_BYTES }
+        Self {
+            listen: DEFAULT_LISTEN.into(),
+            max_message_bytes: crate::client::MAX_MESSAGE_BYTES,
+            socket_mode: format!("{:04o}", crate::server::DEFAULT_SOCKET_MODE),
+            socket_group: String::new(),
+        }
+    }
+}
+
+impl ServerSection {
+    /// The server's options (listen address, message limit, socket access).
+    pub fn serve_options(&self) -> Result<crate::server::ServeOptions, ConfigError> {
+        let listen = crate::server::Listen::parse(&self.listen).map_err(ConfigError::Invalid)?;
+        let socket_mode = u32::from_str_radix(self.socket_mode.trim_start_matches("0o"), 8)
+            .ok()
+            .filter(|m| *m <= 0o777)
+            .ok_or_else(|| {
+                ConfigError::Invalid(format!(
+                    "server.socket_mode = {:?}: octal permission bits, e.g. \"0660\"",
+                    self.socket_mode
+                ))
+            })?;
+        Ok(crate::server::ServeOptions {
+            listen,
+            max_message_bytes: self.max_message_bytes,
+            socket_mode,
+            socket_group: Some(self.socket_group.clone()).filter(|g| !g.is_empty()),
+        })
     }
 }
 
@@ -98,6 +133,11 @@ pub struct ProverSection {
     /// or the CPU when none is left; then it gets the next partition again.
     /// 0: never fenced (every partition tries the device first).
     pub fence_secs: u64,
+    /// Prove a partition on the CPU when no GPU can (a device fault with
+    /// every device fenced, out of device memory). Default true: no proof is
+    /// lost, but a 32 GiB partition takes minutes there; false fails the
+    /// proof at once, and Curio retries the task (on this or another host).
+    pub retry_on_cpu: bool,
 }
 
 impl Default for ProverSection {
@@ -115,6 +155,7 @@ impl Default for ProverSection {
             verify: true,
             h_copies: String::new(),
             fence_secs: 300,
+            retry_on_cpu: true,
         }
     }
 }
@@ -131,6 +172,13 @@ impl ProverSection {
         }
         c.backend = self.backend()?;
         c.verify = self.verify;
+        // A long-lived process (serve, bench): a shape's matrices are
+        // recorded once and every proof, one-partition sectors included,
+        // takes the witness path.
+        c.synthesis = porep_c2::SynthesisPath::Recorded;
+        if !self.retry_on_cpu {
+            c.retry_backend = None;
+        }
         c.pipeline.synthesis_workers = self.synthesis_workers.max(1);
         if self.host_budget_gib > 0 {
             c.pipeline.host_budget = Some(HostBudget::new(self.host_budget_gib << 30));
@@ -247,12 +295,20 @@ pub struct JobsSection {
     /// Finished jobs remembered for `AwaitProof` and request-id
     /// deduplication.
     pub keep_finished: usize,
+    /// Bytes of finished jobs' records at most (their proofs and messages;
+    /// request bodies are never kept).
+    pub keep_finished_bytes: usize,
 }
 
 impl Default for JobsSection {
     fn default() -> Self {
         let d = crate::jobs::JobsConfig::default();
-        Self { concurrent_proofs: d.concurrent_proofs, max_pending: d.max_pending, keep_finished: d.keep_finished }
+        Self {
+            concurrent_proofs: d.concurrent_proofs,
+            max_pending: d.max_pending,
+            keep_finished: d.keep_finished,
+            keep_finished_bytes: d.keep_finished_bytes,
+        }
     }
 }
 
@@ -289,6 +345,7 @@ impl JobsSection {
             concurrent_proofs: self.concurrent_proofs,
             max_pending: self.max_pending,
             keep_finished: self.keep_finished,
+            keep_finished_bytes: self.keep_finished_bytes,
         }
     }
 }
@@ -319,7 +376,7 @@ impl ServiceConfig {
             }
         }
         self.prover.h_copies()?;
-        crate::server::Listen::parse(&self.server.listen).map(|_| ()).map_err(ConfigError::Invalid)
+        self.server.serve_options().map(|_| ())
     }
 
     /// The configuration as TOML (the sample file).
@@ -403,8 +460,15 @@ mod tests {
         let mut c = d.clone();
         c.prover.preload = vec!["porep-1t".into()];
         assert!(c.check().is_err());
-        let mut c = d;
+        let mut c = d.clone();
         c.server.listen = "unix://".into();
         assert!(c.check().is_err());
+        for bad in ["0999", "rw", "01777"] {
+            let mut c = d.clone();
+            c.server.socket_mode = bad.into();
+            assert!(c.check().unwrap_err().to_string().contains("socket_mode"), "{bad}");
+        }
+        let o = d.server.serve_options().unwrap();
+        assert_eq!((o.socket_mode, o.socket_group), (0o660, None));
     }
 }

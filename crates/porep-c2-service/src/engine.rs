@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
+use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::{
-    parse_c1_json, prove_porep_c2_with_report, CancelToken, PartitionEvent, Progress, ProofReport, ProverConfig,
-    SectorId,
+    prove_porep_c2_with_report, C1Input, CancelToken, PartitionEvent, Progress, ProofReport, ProverConfig, SectorId,
 };
 
 use crate::request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
@@ -33,6 +33,10 @@ pub enum EngineError {
     /// Cancelled by the client or by a draining shutdown.
     #[error("cancelled")]
     Cancelled,
+    /// The engine panicked (a bug): the job fails with the panic's message,
+    /// the service keeps serving.
+    #[error("the prover panicked: {0}")]
+    Panicked(String),
 }
 
 /// A finished proof and where its time went.
@@ -198,6 +202,12 @@ pub trait Engine: Send + Sync + 'static {
     fn worker_health(&self) -> Vec<(String, bool)> {
         Vec::new()
     }
+
+    /// The device ordinals the engine proves on (what `GetStatus` and the
+    /// metrics sample); empty on the CPU.
+    fn devices(&self) -> Vec<usize> {
+        Vec::new()
+    }
 }
 
 /// The circuit ids of the PoRep sizes (`porep-2k` .. `porep-64g`), by sector
@@ -271,26 +281,12 @@ impl Engine for PorepEngine {
         if request.kind != ProofKind::PorepSealCommit {
             return Err(EngineError::Unimplemented(request.kind));
         }
-        let c1 = parse_c1_json(&request.vanilla_proof)?;
-        let rp = registered_seal_proof(request.registered_proof).ok_or_else(|| {
-            EngineError::Invalid(format!(
-                "registered_proof {} is not a registered seal proof",
-                request.registered_proof
-            ))
-        })?;
-        if rp != c1.registered_proof {
-            return Err(EngineError::Invalid(format!(
-                "registered_proof {} ({rp:?}) but the C1 output is for {:?}",
-                request.registered_proof, c1.registered_proof
-            )));
-        }
-        let size = u64::from(rp.sector_size());
-        if request.sector_size != 0 && request.sector_size != size {
-            return Err(EngineError::Invalid(format!(
-                "sector_size {} but {rp:?} sectors have {size} bytes",
-                request.sector_size
-            )));
-        }
+        // Raw C1 JSON or Curio's envelope; the envelope's sector number and
+        // size must be the request's and the C1 output's.
+        let input = C1Input::parse(&request.vanilla_proof)?;
+        input.check_sector(Some(request.sector_number), (request.sector_size != 0).then_some(request.sector_size))?;
+        let c1 = input.c1;
+        check_registered_proof(request.registered_proof, c1.registered_proof)?;
         let config = request_config(&self.config, request, cancel, placement);
         let prover_id = prover_id_from_actor(request.miner_id);
         let sector_id = SectorId::from(request.sector_number);
@@ -300,8 +296,10 @@ impl Engine for PorepEngine {
 
     fn preload(&self, circuit_id: &str) -> Result<bool, EngineError> {
         let parameter_id = Self::parameter_id(circuit_id)?;
-        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
-        if held.iter().any(|h| h.circuit_id == circuit_id) {
+        // The list is locked only to look and to add: a load takes minutes
+        // at 32 GiB, and `GetStatus` reads the list meanwhile. Two preloads
+        // of one set at once share the parameter cache's one read.
+        if self.held.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|h| h.circuit_id == circuit_id) {
             return Ok(true);
         }
         let t = Instant::now();
@@ -314,6 +312,10 @@ impl Engine for PorepEngine {
             if on_device > 0 { "resident" } else { "not resident" }
         );
         let bytes = porep_c2::parameter_bytes(&params) as u64;
+        let mut held = self.held.lock().unwrap_or_else(|p| p.into_inner());
+        if held.iter().any(|h| h.circuit_id == circuit_id) {
+            return Ok(true);
+        }
         held.push(HeldSet {
             circuit_id: circuit_id.to_string(),
             parameter_id,
@@ -351,11 +353,51 @@ impl Engine for PorepEngine {
     fn worker_health(&self) -> Vec<(String, bool)> {
         self.config.backend.worker_health()
     }
+
+    fn devices(&self) -> Vec<usize> {
+        self.config.backend.devices()
+    }
+}
+
+/// Curio's daemon proves the C1 output's own registered proof whatever
+/// number the request carries (Curio's supraseal batch path writes a fixed
+/// `StackedDrg32GiBV1_1` into the C1 output while the request has the
+/// sector's number). So do we, with two checks: a number that is no
+/// registered seal proof, or one of another sector size, is refused (the
+/// request is not for this C1 output); a number that differs only in
+/// version or feature (V1 vs V1_1, synthetic PoRep) is logged and the
+/// proof's own verification decides.
+pub fn check_registered_proof(number: u64, c1: RegisteredSealProof) -> Result<(), EngineError> {
+    let rp = registered_seal_proof(number)
+        .ok_or_else(|| EngineError::Invalid(format!("registered_proof {number} is not a registered seal proof")))?;
+    if rp.sector_size() != c1.sector_size() {
+        return Err(EngineError::Invalid(format!(
+            "registered_proof {number} ({rp:?}) is for {} byte sectors, the C1 output ({c1:?}) for {}",
+            u64::from(rp.sector_size()),
+            u64::from(c1.sector_size())
+        )));
+    }
+    if rp != c1 {
+        log::info!("porep-c2-service: registered_proof {number} ({rp:?}), C1 output {c1:?}: proving the C1 output's");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn registered_proofs_of_another_size_are_refused_versions_pass() {
+        use RegisteredSealProof::*;
+        check_registered_proof(8, StackedDrg32GiBV1_1).unwrap();
+        // Curio's supraseal path: the sector is synthetic (13), the C1 says V1_1.
+        check_registered_proof(13, StackedDrg32GiBV1_1).unwrap();
+        check_registered_proof(3, StackedDrg32GiBV1_1).unwrap();
+        let e = check_registered_proof(5, StackedDrg32GiBV1_1).unwrap_err().to_string();
+        assert!(e.contains("registered_proof 5") && e.contains("2048 byte"), "{e}");
+        assert!(check_registered_proof(99, StackedDrg2KiBV1_1).unwrap_err().to_string().contains("99"));
+    }
 
     #[test]
     fn placement_follows_partition_events() {

@@ -3,6 +3,15 @@
 //! [`Engine`], clients wait on a job's state, and nothing is dropped
 //! silently: every job ends completed, failed (with the error's text) or
 //! cancelled, also when the service drains.
+//!
+//! The table keeps results, never request bodies: a job holds its vanilla
+//! proofs only while it is queued or proving (a 32 GiB C1 output is tens of
+//! MB), and the record of finished jobs is bounded by count and by bytes.
+//! A repeated `request_id` joins the job only while that job is queued or
+//! running with the same request (same [`ProofRequest::digest`]), or when it
+//! completed with the same request; a failed or cancelled job is never
+//! replayed (Curio retries a failed task with the same id and must get a new
+//! attempt), and the same id with another request is a new job.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,7 +23,7 @@ use tokio::sync::watch;
 
 use crate::engine::{Engine, EngineError, Placement, ProofOutput};
 use crate::metrics::Metrics;
-use crate::request::{ProofKind, ProofRequest};
+use crate::request::{ProofKind, ProofRequest, RequestInfo};
 
 /// How the job table runs.
 #[derive(Clone, Debug)]
@@ -30,11 +39,15 @@ pub struct JobsConfig {
     /// Finished jobs remembered for `AwaitProof` and request-id
     /// deduplication (oldest forgotten first). Default 1024.
     pub keep_finished: usize,
+    /// Bytes of finished jobs' records at most (proofs and error messages,
+    /// plus a fixed 512 per job; oldest forgotten first). Default 64 MiB:
+    /// 1024 records of 32 GiB proofs (1,920 bytes each) take ~2.5 MB.
+    pub keep_finished_bytes: usize,
 }
 
 impl Default for JobsConfig {
     fn default() -> Self {
-        Self { concurrent_proofs: 2, max_pending: 32, keep_finished: 1024 }
+        Self { concurrent_proofs: 2, max_pending: 32, keep_finished: 1024, keep_finished_bytes: 64 << 20 }
     }
 }
 
@@ -48,6 +61,20 @@ pub enum Outcome {
     /// Cancelled before or while proving.
     Cancelled,
 }
+
+impl Outcome {
+    /// Bytes its record holds (the proof or the message).
+    fn bytes(&self) -> usize {
+        match self {
+            Outcome::Completed(o) => o.proof.len(),
+            Outcome::Failed(why) => why.len(),
+            Outcome::Cancelled => 0,
+        }
+    }
+}
+
+/// Bytes a finished record costs besides its outcome (ids, timings, maps).
+const RECORD_OVERHEAD: usize = 512;
 
 /// A finished job's outcome with its timings.
 #[derive(Clone, Debug)]
@@ -75,8 +102,12 @@ pub enum JobState {
 pub struct Job {
     /// The id given to the client.
     pub id: String,
-    /// What it proves.
-    pub request: ProofRequest,
+    /// What it proves (the request without its body).
+    pub request: RequestInfo,
+    /// The request with its body while queued; taken by the runner that
+    /// proves it and dropped when the proof ends, or dropped when the job
+    /// ends otherwise.
+    body: Mutex<Option<ProofRequest>>,
     submitted: Instant,
     cancel: CancelToken,
     state: watch::Sender<JobState>,
@@ -98,6 +129,16 @@ impl Job {
     /// or waits for a worker, and on the CPU).
     pub fn devices(&self) -> std::collections::BTreeSet<usize> {
         self.placement.devices()
+    }
+
+    /// Whether the job still holds its request's body (queued: yes; proving
+    /// or ended: no).
+    pub fn holds_body(&self) -> bool {
+        self.body.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+    }
+
+    fn take_body(&self) -> Option<ProofRequest> {
+        self.body.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
 }
 
@@ -132,6 +173,11 @@ struct Table {
     queue: BinaryHeap<Queued>,
     running: Vec<Arc<Job>>,
     finished: VecDeque<String>,
+    /// Bytes of the finished records (outcomes plus overhead).
+    finished_bytes: usize,
+    /// Requests admitted by [`Jobs::admit`] and still being received or
+    /// decoded: they count against `max_pending`.
+    receiving: usize,
     seq: u64,
     closing: bool,
 }
@@ -145,6 +191,21 @@ pub enum SubmitError {
     /// The service is draining for shutdown.
     #[error("the service is shutting down")]
     Closing,
+}
+
+/// A place among the `max_pending` requests, taken before a request's body
+/// is received ([`Jobs::admit`]) and given back when the request is queued
+/// (it then counts as a job) or dropped.
+pub struct Admission {
+    inner: Option<Arc<Inner>>,
+}
+
+impl Drop for Admission {
+    fn drop(&mut self) {
+        if let Some(inner) = self.inner.take() {
+            inner.lock().receiving -= 1;
+        }
+    }
 }
 
 /// The job table (cheap to clone: shared).
@@ -194,37 +255,76 @@ impl Jobs {
         &self.inner.metrics
     }
 
-    /// Queues `request`, or returns the job already made for its
-    /// `request_id` (idempotency: a client retrying after a lost answer
-    /// gets the same job). Returns the job and its place in the queue.
-    pub fn submit(&self, request: ProofRequest) -> Result<(Arc<Job>, usize), SubmitError> {
+    /// Takes a place for a request about to be received, or refuses at
+    /// once (before its body is read) when `max_pending` requests are
+    /// queued, running or being received, or the service is draining.
+    pub fn admit(&self) -> Result<Admission, SubmitError> {
         let mut t = self.inner.lock();
-        if !request.request_id.is_empty() {
-            if let Some(job) = t.by_request.get(&request.request_id).and_then(|id| t.jobs.get(id)) {
+        if t.closing {
+            return Err(SubmitError::Closing);
+        }
+        let pending = t.queue.len() + t.running.len() + t.receiving;
+        if pending >= self.inner.config.max_pending {
+            return Err(SubmitError::Full(pending));
+        }
+        t.receiving += 1;
+        Ok(Admission { inner: Some(self.inner.clone()) })
+    }
+
+    /// Queues `request` (in the place `admission` holds, if any), or
+    /// returns the job already made for its `request_id` when that job is
+    /// queued or running with the same request, or completed with it (a
+    /// client retrying after a lost answer gets the same job). A failed or
+    /// cancelled job, or one of another request, is not reused: the request
+    /// becomes a new job. Returns the job and its place in the queue.
+    pub fn submit(
+        &self,
+        request: ProofRequest,
+        admission: Option<Admission>,
+    ) -> Result<(Arc<Job>, usize), SubmitError> {
+        let info = request.info();
+        let mut t = self.inner.lock();
+        // The admission's place becomes this request's (as a job, or
+        // nothing when it joins one): given back here, under the lock.
+        let admitted = admission.is_some_and(|mut a| a.inner.take().is_some());
+        if admitted {
+            t.receiving -= 1;
+        }
+        if let Some(job) = t.by_request.get(&info.request_id).and_then(|id| t.jobs.get(id)).cloned() {
+            let reusable = job.request.digest == info.digest
+                && match job.state() {
+                    JobState::Queued | JobState::Running => true,
+                    JobState::Done(f) => matches!(f.outcome, Outcome::Completed(_)),
+                };
+            if reusable && !info.request_id.is_empty() {
                 let place = match t.queue.iter().find(|q| q.job.id == job.id) {
                     Some(mine) => t.queue.iter().filter(|q| *q > mine).count(),
                     None => 0,
                 };
-                return Ok((job.clone(), place));
+                return Ok((job, place));
             }
         }
         if t.closing {
             return Err(SubmitError::Closing);
         }
-        let pending = t.queue.len() + t.running.len();
+        // Without an admission, the requests being received count too.
+        let pending = t.queue.len() + t.running.len() + if admitted { 0 } else { t.receiving };
         if pending >= self.inner.config.max_pending {
             return Err(SubmitError::Full(pending));
         }
         let id = format!("job-{}", self.inner.ids.fetch_add(1, Ordering::Relaxed));
         let job = Arc::new(Job {
             id: id.clone(),
-            request,
+            request: info,
+            body: Mutex::new(Some(request)),
             submitted: Instant::now(),
             cancel: CancelToken::new(),
             state: watch::channel(JobState::Queued).0,
             placement: Arc::default(),
         });
         if !job.request.request_id.is_empty() {
+            // A job of the same id before this one stays until it ends (its
+            // waiting clients are answered); the id names the new one now.
             t.by_request.insert(job.request.request_id.clone(), id.clone());
         }
         t.jobs.insert(id, job.clone());
@@ -238,6 +338,20 @@ impl Jobs {
         self.inner.metrics.submitted(job.request.kind);
         self.inner.wake.notify_one();
         Ok((job, place))
+    }
+
+    /// Bytes of request bodies the table holds now (queued jobs' and
+    /// running jobs' vanilla proofs), and of its finished records.
+    pub fn held_bytes(&self) -> (usize, usize) {
+        let t = self.inner.lock();
+        let queued: usize = t.queue.iter().map(|q| q.job.request.body_bytes).sum();
+        let running: usize = t.running.iter().map(|j| j.request.body_bytes).sum();
+        (queued + running, t.finished_bytes)
+    }
+
+    /// Jobs the table remembers (queued, running and finished).
+    pub fn remembered(&self) -> usize {
+        self.inner.lock().jobs.len()
     }
 
     /// The job `id` (finished ones while remembered).
@@ -311,16 +425,23 @@ impl Inner {
     /// Records a job's end, publishes it and forgets the oldest finished
     /// jobs beyond the bound.
     fn finish(&self, t: &mut Table, job: &Arc<Job>, outcome: Outcome, queue_wait: Duration) {
+        // The body goes now (a cancelled queued job still held it).
+        drop(job.take_body());
         let done = Arc::new(Finished { outcome, queue_wait, total: job.submitted.elapsed() });
         self.metrics.finished(job.request.kind, &done);
+        t.finished_bytes += done.outcome.bytes() + RECORD_OVERHEAD;
         job.state.send_replace(JobState::Done(done));
         t.running.retain(|j| j.id != job.id);
         t.finished.push_back(job.id.clone());
-        while t.finished.len() > self.config.keep_finished {
-            if let Some(old) = t.finished.pop_front() {
-                if let Some(j) = t.jobs.remove(&old) {
-                    t.by_request.remove(&j.request.request_id);
-                }
+        while t.finished.len() > self.config.keep_finished || t.finished_bytes > self.config.keep_finished_bytes {
+            let Some(old) = t.finished.pop_front() else { break };
+            let Some(j) = t.jobs.remove(&old) else { continue };
+            if let JobState::Done(f) = j.state() {
+                t.finished_bytes = t.finished_bytes.saturating_sub(f.outcome.bytes() + RECORD_OVERHEAD);
+            }
+            // Only when the id still names this job (a newer one may own it).
+            if t.by_request.get(&j.request.request_id) == Some(&old) {
+                t.by_request.remove(&j.request.request_id);
             }
         }
     }
@@ -352,12 +473,18 @@ impl Inner {
                 queue_wait.as_secs_f64()
             );
             let engine = self.engine.clone();
-            let request = job.request.clone();
             let cancel = job.cancel.clone();
-            // A panic in the engine fails this job, not the runner.
-            let prove = || engine.prove(&request, &cancel, &job.placement);
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(prove))
-                .unwrap_or_else(|_| Err(EngineError::Invalid("the prover panicked".into())));
+            // The runner owns the body while it proves; it is dropped as
+            // soon as the engine returns.
+            let result = match job.take_body() {
+                Some(request) => {
+                    // A panic in the engine fails this job, not the runner.
+                    let prove = || engine.prove(&request, &cancel, &job.placement);
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(prove))
+                        .unwrap_or_else(|p| Err(EngineError::Panicked(porep_c2::panic_message(&*p))))
+                }
+                None => Err(EngineError::Panicked("the job's request was gone before it was proved".into())),
+            };
             let outcome = match result {
                 Ok(out) => Outcome::Completed(out),
                 Err(EngineError::Cancelled) => Outcome::Cancelled,

@@ -14,8 +14,12 @@
 //! ```
 //! The process keeps the facade's parameter cache and GPU backend for its
 //! lifetime, so parameters are read once and stay on the devices across
-//! proofs. `POREP_SEAL_COMMIT` is proved; other kinds are answered
-//! `UNIMPLEMENTED`. Every returned proof was verified by the facade.
+//! proofs. `POREP_SEAL_COMMIT` is proved, from raw C1 JSON or Curio's
+//! envelope; other kinds (which Curio also sends to its `[Cuzk] Address`)
+//! are answered `UNIMPLEMENTED` until their engines land. Every returned
+//! proof was verified by the facade. The job table holds results, never
+//! request bodies once a job ends, and a request beyond `max_pending` is
+//! refused before its body is read.
 #![deny(missing_docs)]
 
 pub mod client;
@@ -36,11 +40,11 @@ pub mod proto {
 
 pub use config::ServiceConfig;
 pub use engine::{
-    circuit_sector_size, request_config, Engine, EngineError, LoadedSet, Placement, PorepEngine, ProofOutput,
-    POREP_CIRCUITS,
+    check_registered_proof, circuit_sector_size, request_config, Engine, EngineError, LoadedSet, Placement,
+    PorepEngine, ProofOutput, POREP_CIRCUITS,
 };
 pub use jobs::{Jobs, JobsConfig};
 pub use metrics::Metrics;
-pub use request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
-pub use server::{serve, Listen, ServeError};
+pub use request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest, RequestInfo};
+pub use server::{serve, serve_with, Listen, ServeError, ServeOptions};
 pub use service::ProvingService;

@@ -6,9 +6,10 @@ use filecoin_proofs_api::RegisteredSealProof;
 use crate::proto;
 
 /// What kind of proof is asked for (the wire's `ProofKind`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum ProofKind {
     /// Commit phase 2 of a sector's PoRep (C2): implemented.
+    #[default]
     PorepSealCommit,
     /// SnapDeals' update proof.
     SnapDealsUpdate,
@@ -19,6 +20,10 @@ pub enum ProofKind {
 }
 
 impl ProofKind {
+    /// Every kind, in the wire's order.
+    pub const ALL: [ProofKind; 4] =
+        [Self::PorepSealCommit, Self::SnapDealsUpdate, Self::WindowPostPartition, Self::WinningPost];
+
     /// The kind of a wire value (`None`: unspecified or unknown).
     pub fn from_wire(kind: i32) -> Option<Self> {
         Some(match proto::ProofKind::try_from(kind).ok()? {
@@ -30,41 +35,97 @@ impl ProofKind {
         })
     }
 
-    /// The wire's name (`QueueStatus::proof_kind`, metrics labels).
+    /// The queue's name, as Curio's daemon reports it
+    /// (`QueueStatus::proof_kind`, `GPUStatus::current_proof_kind`, metrics
+    /// labels): `porep-c2`, `snap-update`, `window-post`, `winning-post`.
     pub fn name(self) -> &'static str {
         match self {
-            Self::PorepSealCommit => "POREP_SEAL_COMMIT",
-            Self::SnapDealsUpdate => "SNAP_DEALS_UPDATE",
-            Self::WindowPostPartition => "WINDOW_POST_PARTITION",
-            Self::WinningPost => "WINNING_POST",
+            Self::PorepSealCommit => "porep-c2",
+            Self::SnapDealsUpdate => "snap-update",
+            Self::WindowPostPartition => "window-post",
+            Self::WinningPost => "winning-post",
+        }
+    }
+
+    /// The priority a request of this kind gets when it leaves it
+    /// unspecified, as Curio's daemon applies it: WinningPoSt CRITICAL (it
+    /// must finish within its epoch), WindowPoSt HIGH, PoRep and SnapDeals
+    /// NORMAL. (Curio's client always sets these same values.)
+    pub fn default_priority(self) -> i32 {
+        match self {
+            Self::WinningPost => proto::Priority::Critical as i32,
+            Self::WindowPostPartition => proto::Priority::High as i32,
+            Self::PorepSealCommit | Self::SnapDealsUpdate => proto::Priority::Normal as i32,
         }
     }
 }
 
-/// One proof request, decoded from `SubmitProofRequest`.
-#[derive(Clone, Debug)]
+/// One proof request, decoded from `SubmitProofRequest`. The comments say
+/// what Curio puts in each field (`lib/ffi/cuzk_funcs.go`).
+#[derive(Clone, Debug, Default)]
 pub struct ProofRequest {
     /// The caller's idempotency key (may be empty: no deduplication).
+    /// Curio: `porep-<miner>-<sector>`, `snap-<miner>-<sector>`,
+    /// `wdpost-<miner>-<partition>-<randomness>`, `winpost-<miner>-<randomness>`;
+    /// fixed per sector, so a retry of a failed task sends the same id.
     pub request_id: String,
     /// What to prove.
     pub kind: ProofKind,
-    /// Sector size in bytes (0: not given).
+    /// Sector size in bytes (0: not given). Curio: always set.
     pub sector_size: u64,
     /// The registered proof as Lotus numbers it (0 is a valid value:
-    /// `StackedDrg2KiBV1`).
+    /// `StackedDrg2KiBV1`). Curio: `abi.RegisteredSealProof` (PoRep),
+    /// `abi.RegisteredUpdateProof` (SnapDeals), `abi.RegisteredPoStProof`
+    /// (PoSt).
     pub registered_proof: u64,
-    /// Scheduling priority: 1 (LOW) .. 4 (CRITICAL); unspecified is NORMAL.
+    /// Scheduling priority: 1 (LOW) .. 4 (CRITICAL); unspecified is the
+    /// kind's default ([`ProofKind::default_priority`]). Curio: NORMAL for
+    /// PoRep and SnapDeals, HIGH for WindowPoSt, CRITICAL for WinningPoSt.
     pub priority: i32,
-    /// PoRep: the C1 output as filecoin-proofs-api JSON.
+    /// PoRep: the C1 output, raw filecoin-proofs-api JSON or (what Curio
+    /// sends) the envelope `{"SectorNum", "Phase1Out" (base64), "SectorSize"}`.
     pub vanilla_proof: Vec<u8>,
-    /// The sector's number.
+    /// PoSt: one bincode `FallbackPoStSectorProof` per sector; SnapDeals:
+    /// one bincode partition proof per partition (field 11).
+    pub vanilla_proofs: Vec<Vec<u8>>,
+    /// The sector's number (PoRep, SnapDeals).
     pub sector_number: u64,
     /// The miner's actor id (the prover id is derived from it).
     pub miner_id: u64,
+    /// PoSt: the 32-byte challenge randomness.
+    pub randomness: Vec<u8>,
+    /// WindowPoSt: the partition's index.
+    pub partition_index: u32,
+    /// SnapDeals: the old replica's commitment, raw 32 bytes (field 30).
+    pub comm_r_old: Vec<u8>,
+    /// SnapDeals: the new replica's commitment, raw 32 bytes (field 31).
+    pub comm_r_new: Vec<u8>,
+    /// SnapDeals: the new data's commitment, raw 32 bytes (field 32).
+    pub comm_d_new: Vec<u8>,
 }
 
-/// NORMAL on the wire: what an unspecified priority means.
+/// NORMAL on the wire.
 pub const NORMAL_PRIORITY: i32 = proto::Priority::Normal as i32;
+
+/// What a job keeps of its request after the body (the vanilla proofs) is
+/// dropped: enough for status, logs and request-id deduplication.
+#[derive(Clone, Debug)]
+pub struct RequestInfo {
+    /// The caller's idempotency key.
+    pub request_id: String,
+    /// What is proved.
+    pub kind: ProofKind,
+    /// Its priority.
+    pub priority: i32,
+    /// The sector's number.
+    pub sector_number: u64,
+    /// The miner's actor id.
+    pub miner_id: u64,
+    /// SHA-256 of everything that decides the proof ([`ProofRequest::digest`]).
+    pub digest: [u8; 32],
+    /// Bytes of the request's body (vanilla proofs).
+    pub body_bytes: usize,
+}
 
 impl ProofRequest {
     /// Decodes a wire request; `Err` names what is wrong (an unspecified or
@@ -73,7 +134,7 @@ impl ProofRequest {
         let kind = ProofKind::from_wire(r.proof_kind)
             .ok_or_else(|| format!("proof_kind {} is not a proof kind of cuzk.v1", r.proof_kind))?;
         let priority = match proto::Priority::try_from(r.priority) {
-            Ok(proto::Priority::Unspecified) => NORMAL_PRIORITY,
+            Ok(proto::Priority::Unspecified) => kind.default_priority(),
             Ok(p) => p as i32,
             Err(_) => return Err(format!("priority {} is not a priority of cuzk.v1", r.priority)),
         };
@@ -84,9 +145,60 @@ impl ProofRequest {
             registered_proof: r.registered_proof,
             priority,
             vanilla_proof: r.vanilla_proof,
+            vanilla_proofs: r.vanilla_proofs,
             sector_number: r.sector_number,
             miner_id: r.miner_id,
+            randomness: r.randomness,
+            partition_index: r.partition_index,
+            comm_r_old: r.comm_r_old,
+            comm_r_new: r.comm_r_new,
+            comm_d_new: r.comm_d_new,
         })
+    }
+
+    /// SHA-256 of every field that decides the proof: the kind, sizes and
+    /// numbers, the vanilla proofs, randomness and commitments (each
+    /// length-prefixed). Not the request id or the priority: a retry of the
+    /// same proof at another priority is the same proof.
+    pub fn digest(&self) -> [u8; 32] {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        let mut bytes = |b: &[u8]| {
+            h.update((b.len() as u64).to_le_bytes());
+            h.update(b);
+        };
+        bytes(self.kind.name().as_bytes());
+        for n in [self.sector_size, self.registered_proof, self.sector_number, self.miner_id] {
+            bytes(&n.to_le_bytes());
+        }
+        bytes(&self.partition_index.to_le_bytes());
+        bytes(&self.vanilla_proof);
+        bytes(&(self.vanilla_proofs.len() as u64).to_le_bytes());
+        for v in &self.vanilla_proofs {
+            bytes(v);
+        }
+        for b in [&self.randomness, &self.comm_r_old, &self.comm_r_new, &self.comm_d_new] {
+            bytes(b);
+        }
+        h.finalize().into()
+    }
+
+    /// Bytes of the body: the vanilla proofs.
+    pub fn body_bytes(&self) -> usize {
+        self.vanilla_proof.len() + self.vanilla_proofs.iter().map(Vec::len).sum::<usize>()
+    }
+
+    /// What a job keeps of this request.
+    pub fn info(&self) -> RequestInfo {
+        RequestInfo {
+            request_id: self.request_id.clone(),
+            kind: self.kind,
+            priority: self.priority,
+            sector_number: self.sector_number,
+            miner_id: self.miner_id,
+            digest: self.digest(),
+            body_bytes: self.body_bytes(),
+        }
     }
 }
 
@@ -170,6 +282,46 @@ mod tests {
     }
 
     #[test]
+    fn queue_names_are_curios() {
+        let names: Vec<_> = ProofKind::ALL.iter().map(|k| k.name()).collect();
+        assert_eq!(names, ["porep-c2", "snap-update", "window-post", "winning-post"]);
+    }
+
+    /// The digest covers what decides the proof, not the id or priority.
+    #[test]
+    fn digests_tell_requests_apart() {
+        let base = ProofRequest {
+            request_id: "porep-1000-7".into(),
+            vanilla_proof: b"c1".to_vec(),
+            sector_number: 7,
+            miner_id: 1000,
+            ..Default::default()
+        };
+        let d = base.digest();
+        let same = ProofRequest { request_id: "other".into(), priority: 4, ..base.clone() };
+        assert_eq!(same.digest(), d);
+        let changes: [fn(&mut ProofRequest); 8] = [
+            |r| r.vanilla_proof.push(0),
+            |r| r.sector_number += 1,
+            |r| r.miner_id += 1,
+            |r| r.registered_proof += 1,
+            |r| r.kind = ProofKind::WinningPost,
+            |r| r.vanilla_proofs.push(Vec::new()),
+            |r| r.randomness = vec![1; 32],
+            |r| r.comm_d_new = vec![1; 32],
+        ];
+        for (i, change) in changes.iter().enumerate() {
+            let mut r = base.clone();
+            change(&mut r);
+            assert_ne!(r.digest(), d, "change {i}");
+        }
+        // Length prefixes: moving a byte between fields changes the digest.
+        let a = ProofRequest { vanilla_proofs: vec![b"ab".to_vec(), b"c".to_vec()], ..base.clone() };
+        let b = ProofRequest { vanilla_proofs: vec![b"a".to_vec(), b"bc".to_vec()], ..base };
+        assert_ne!(a.digest(), b.digest());
+    }
+
+    #[test]
     fn wire_requests_decode_and_bad_kinds_are_named() {
         let mut r = proto::SubmitProofRequest { proof_kind: 1, priority: 0, ..Default::default() };
         let d = ProofRequest::from_wire(r.clone()).unwrap();
@@ -178,6 +330,11 @@ mod tests {
         assert_eq!(ProofRequest::from_wire(r.clone()).unwrap().priority, 4);
         r.priority = 9;
         assert!(ProofRequest::from_wire(r.clone()).unwrap_err().contains("priority 9"));
+        // Unspecified: the kind's default, as Curio's daemon applies it.
+        for (kind, default) in [(2, 2), (3, 3), (4, 4)] {
+            let q = proto::SubmitProofRequest { proof_kind: kind, priority: 0, ..Default::default() };
+            assert_eq!(ProofRequest::from_wire(q).unwrap().priority, default, "kind {kind}");
+        }
         r.priority = 1;
         r.proof_kind = 0;
         assert!(ProofRequest::from_wire(r.clone()).unwrap_err().contains("proof_kind 0"));

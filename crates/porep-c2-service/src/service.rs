@@ -1,12 +1,13 @@
 //! The cuzk.v1 `ProvingEngine` over the job table: decoding, status codes,
 //! waiting. No proving logic lives here.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use tonic::{Request, Response, Status};
 
 use crate::engine::EngineError;
-use crate::jobs::{Finished, JobState, Jobs, Outcome, SubmitError};
+use crate::jobs::{Admission, Finished, JobState, Jobs, Outcome, SubmitError};
 use crate::metrics::DeviceSample;
 use crate::proto::{self, await_proof_response::Status as AwaitStatus, proving_engine_server::ProvingEngine};
 use crate::request::ProofRequest;
@@ -16,24 +17,47 @@ use crate::request::ProofRequest;
 pub struct ProvingService {
     jobs: Jobs,
     started: Instant,
+    devices: Arc<DeviceCache>,
 }
+
+/// Device samples, taken at most every [`DEVICE_SAMPLE_AGE`]: opening a
+/// device and asking its free memory costs milliseconds per device, and
+/// status pages poll.
+#[derive(Default)]
+struct DeviceCache {
+    last: Mutex<Option<(Instant, Arc<Vec<(proto::GpuStatus, DeviceSample)>>)>>,
+}
+
+/// How old a device sample may be when `GetStatus` or `GetMetrics` answers.
+pub const DEVICE_SAMPLE_AGE: Duration = Duration::from_secs(2);
+
+/// A request's place among `max_pending`, taken by the admission layer
+/// ([`crate::server`]) before the body was read; the handler hands it to
+/// the job table. Cloneable for `http::Extensions`; taken once.
+#[derive(Clone)]
+pub struct AdmissionTicket(pub Arc<Mutex<Option<Admission>>>);
 
 impl ProvingService {
     /// The service over `jobs`.
     pub fn new(jobs: Jobs) -> Self {
-        Self { jobs, started: Instant::now() }
+        Self { jobs, started: Instant::now(), devices: Arc::default() }
     }
 
     /// Decodes and queues a request; `UNIMPLEMENTED` for proof kinds this
     /// service does not prove, `INVALID_ARGUMENT` for unknown enums,
     /// `RESOURCE_EXHAUSTED` when full, `UNAVAILABLE` while draining.
-    fn submit(&self, r: Option<proto::SubmitProofRequest>) -> Result<proto::SubmitProofResponse, Status> {
+    fn submit(
+        &self,
+        r: Option<proto::SubmitProofRequest>,
+        ticket: Option<&AdmissionTicket>,
+    ) -> Result<proto::SubmitProofResponse, Status> {
+        let admission = ticket.and_then(|t| t.0.lock().unwrap_or_else(|p| p.into_inner()).take());
         let r = r.ok_or_else(|| Status::invalid_argument("ProveRequest.submit is missing"))?;
         let request = ProofRequest::from_wire(r).map_err(Status::invalid_argument)?;
         if !self.jobs.engine().supports(request.kind) {
             return Err(Status::unimplemented(EngineError::Unimplemented(request.kind).to_string()));
         }
-        let (job, place) = self.jobs.submit(request).map_err(|e| match e {
+        let (job, place) = self.jobs.submit(request, admission).map_err(|e| match e {
             SubmitError::Full(_) => Status::resource_exhausted(e.to_string()),
             SubmitError::Closing => Status::unavailable(e.to_string()),
         })?;
@@ -42,6 +66,23 @@ impl ProvingService {
             queue_position: place as u32,
             assigned_gpu: String::new(),
         })
+    }
+
+    /// The engine's devices, sampled at most every [`DEVICE_SAMPLE_AGE`].
+    async fn device_samples(&self) -> Result<Arc<Vec<(proto::GpuStatus, DeviceSample)>>, Status> {
+        if let Some((at, v)) = &*self.devices.last.lock().unwrap_or_else(|p| p.into_inner()) {
+            if at.elapsed() < DEVICE_SAMPLE_AGE {
+                return Ok(v.clone());
+            }
+        }
+        let devices = self.jobs.engine().devices();
+        let v = Arc::new(
+            tokio::task::spawn_blocking(move || device_samples(&devices))
+                .await
+                .map_err(|e| Status::internal(e.to_string()))?,
+        );
+        *self.devices.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), v.clone()));
+        Ok(v)
     }
 
     /// Waits for job `id` (at most `timeout`, if given).
@@ -99,11 +140,16 @@ fn response(id: &str, f: &Finished) -> proto::AwaitProofResponse {
     r
 }
 
-/// Devices as the driver lists them, with their free memory where a
-/// device answers (none without the `cuda` feature).
-pub fn device_samples() -> Vec<(proto::GpuStatus, DeviceSample)> {
+/// The devices `ordinals` (those an engine proves on) as the driver lists
+/// them, with their free memory where a device answers (none without the
+/// `cuda` feature, or for an engine on the CPU).
+pub fn device_samples(ordinals: &[usize]) -> Vec<(proto::GpuStatus, DeviceSample)> {
+    if ordinals.is_empty() {
+        return Vec::new();
+    }
     let Ok(list) = c2_cuda::devices() else { return Vec::new() };
     list.into_iter()
+        .filter(|d| ordinals.contains(&d.ordinal))
         .map(|d| {
             #[cfg(feature = "cuda")]
             let free = c2_cuda::Gpu::open(d.ordinal).and_then(|g| g.memory()).map(|(f, _)| f as u64).unwrap_or(0);
@@ -131,6 +177,7 @@ fn engine_status(e: EngineError) -> Status {
         EngineError::Invalid(_) => Status::invalid_argument(e.to_string()),
         EngineError::Cancelled => Status::cancelled(e.to_string()),
         EngineError::Prover(_) => Status::failed_precondition(crate::jobs::error_chain(&e)),
+        EngineError::Panicked(_) => Status::internal(e.to_string()),
     }
 }
 
@@ -140,7 +187,8 @@ impl ProvingEngine for ProvingService {
         &self,
         request: Request<proto::SubmitProofRequest>,
     ) -> Result<Response<proto::SubmitProofResponse>, Status> {
-        self.submit(Some(request.into_inner())).map(Response::new)
+        let ticket = request.extensions().get::<AdmissionTicket>().cloned();
+        self.submit(Some(request.into_inner()), ticket.as_ref()).map(Response::new)
     }
 
     async fn await_proof(
@@ -153,7 +201,8 @@ impl ProvingEngine for ProvingService {
     }
 
     async fn prove(&self, request: Request<proto::ProveRequest>) -> Result<Response<proto::ProveResponse>, Status> {
-        let submitted = self.submit(request.into_inner().submit)?;
+        let ticket = request.extensions().get::<AdmissionTicket>().cloned();
+        let submitted = self.submit(request.into_inner().submit, ticket.as_ref())?;
         let result = self.wait(&submitted.job_id, None).await?;
         Ok(Response::new(proto::ProveResponse { result: Some(result) }))
     }
@@ -171,14 +220,13 @@ impl ProvingEngine for ProvingService {
         &self,
         _request: Request<proto::GetStatusRequest>,
     ) -> Result<Response<proto::GetStatusResponse>, Status> {
-        let jobs = self.jobs.clone();
-        let (gpus, loaded) = tokio::task::spawn_blocking(move || (device_samples(), jobs.engine().loaded()))
-            .await
-            .map_err(|e| Status::internal(e.to_string()))?;
+        let gpus = self.device_samples().await?;
+        let loaded = self.jobs.engine().loaded();
         let running = self.jobs.running();
         let gpus = gpus
-            .into_iter()
-            .map(|(mut g, _)| {
+            .iter()
+            .map(|(g, _)| {
+                let mut g = g.clone();
                 // The earliest-started job with a partition on this device.
                 if let Some(j) = running.iter().find(|j| j.devices().contains(&(g.ordinal as usize))) {
                     g.current_job_id = j.id.clone();
@@ -221,8 +269,7 @@ impl ProvingEngine for ProvingService {
         &self,
         _request: Request<proto::GetMetricsRequest>,
     ) -> Result<Response<proto::GetMetricsResponse>, Status> {
-        let devices = tokio::task::spawn_blocking(device_samples).await.map_err(|e| Status::internal(e.to_string()))?;
-        let devices: Vec<DeviceSample> = devices.into_iter().map(|(_, d)| d).collect();
+        let devices: Vec<DeviceSample> = self.device_samples().await?.iter().map(|(_, d)| d.clone()).collect();
         let workers = self.jobs.engine().worker_health();
         let text = self.jobs.metrics().prometheus(&self.jobs.queues(), &devices, &workers);
         Ok(Response::new(proto::GetMetricsResponse { prometheus_text: text }))

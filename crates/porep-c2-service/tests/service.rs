@@ -12,17 +12,17 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use c2_testkit::demo::{self, TinyConfig};
-use common::{blinding, tiny_params, TinyEngine};
+use common::{await_done, blinding, connect, porep_request, tiny_params, Daemon, TinyEngine};
 use porep_c2::{prove_instance, ProverConfig};
 use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
 use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
 use porep_c2_service::proto::{self, ProofKind as WireKind};
-use porep_c2_service::{serve, Engine, Jobs, JobsConfig, Listen, Metrics, PorepEngine};
+use porep_c2_service::{JobsConfig, PorepEngine};
 use tonic::transport::Channel;
 
 /// Where the oracle tests cache the tiny sector's parameters (the same
@@ -36,77 +36,6 @@ fn library_proof(seed: u64, partitions: usize, sector: u64) -> Vec<u8> {
     let instance = demo::tiny_instance(&TinyConfig { seed, partitions, ..TinyConfig::default() }).unwrap();
     let params = tiny_params(&test_params_dir());
     prove_instance(&instance, &params, &blinding(sector, partitions), &ProverConfig::default()).unwrap().0
-}
-
-/// A running service on a unix socket in a temporary folder.
-struct Daemon {
-    _dir: tempfile::TempDir,
-    socket: PathBuf,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    handle: Option<tokio::task::JoinHandle<Result<(), porep_c2_service::ServeError>>>,
-}
-
-impl Daemon {
-    async fn start(engine: Arc<dyn Engine>, concurrent_proofs: usize) -> Self {
-        Self::with_jobs(engine, JobsConfig { concurrent_proofs, max_pending: 8, ..JobsConfig::default() }).await
-    }
-
-    async fn with_jobs(engine: Arc<dyn Engine>, jobs: JobsConfig) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let socket = dir.path().join("cuzk.sock");
-        let jobs = Jobs::start(engine, jobs, Arc::new(Metrics::default()));
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
-        let listen = Listen::Unix(socket.clone());
-        let handle = tokio::spawn(async move {
-            serve(
-                &listen,
-                jobs,
-                256 << 20,
-                async {
-                    let _ = rx.await;
-                },
-                move || {
-                    let _ = ready_tx.send(());
-                },
-            )
-            .await
-        });
-        ready_rx.await.unwrap();
-        Self { _dir: dir, socket, stop: Some(tx), handle: Some(handle) }
-    }
-
-    async fn client(&self) -> ProvingEngineClient<Channel> {
-        connect(&self.socket).await.unwrap()
-    }
-
-    /// Stops it (draining) and waits for the server to end.
-    async fn stop(mut self) {
-        let _ = self.stop.take().unwrap().send(());
-        self.handle.take().unwrap().await.unwrap().unwrap();
-    }
-}
-
-/// A gRPC client over the unix socket at `path` (as Curio's `unix://` address).
-async fn connect(path: &Path) -> Result<ProvingEngineClient<Channel>, tonic::transport::Error> {
-    porep_c2_service::client::connect(&Listen::Unix(path.to_path_buf())).await
-}
-
-fn porep_request(id: &str, vanilla: &[u8], sector: u64, priority: proto::Priority) -> proto::SubmitProofRequest {
-    proto::SubmitProofRequest {
-        request_id: id.into(),
-        proof_kind: WireKind::PorepSealCommit as i32,
-        registered_proof: 5,
-        priority: priority as i32,
-        vanilla_proof: vanilla.to_vec(),
-        sector_number: sector,
-        miner_id: 1000,
-        ..Default::default()
-    }
-}
-
-async fn await_done(c: &mut ProvingEngineClient<Channel>, job: &str) -> proto::AwaitProofResponse {
-    c.await_proof(proto::AwaitProofRequest { job_id: job.into(), timeout_ms: 0 }).await.unwrap().into_inner()
 }
 
 /// Waits until job `id` runs (polls GetStatus' queues).
@@ -150,7 +79,7 @@ async fn proofs_priorities_cancellation_and_status_through_grpc() {
     let short = c.await_proof(proto::AwaitProofRequest { job_id: b.job_id.clone(), timeout_ms: 1 }).await.unwrap();
     assert_eq!(short.into_inner().status, AwaitStatus::Timeout as i32);
     let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
-    let q = status.queues.iter().find(|q| q.proof_kind == "POREP_SEAL_COMMIT").expect("a PoRep queue");
+    let q = status.queues.iter().find(|q| q.proof_kind == "porep-c2").expect("a PoRep queue");
     assert_eq!((q.pending, q.in_progress), (2, 1), "{status:?}");
 
     let (ra, rb, rc) = (
@@ -171,8 +100,8 @@ async fn proofs_priorities_cancellation_and_status_through_grpc() {
     let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
     assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (3, 0));
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    assert!(metrics.contains("porep_c2_proofs_completed_total{proof_kind=\"POREP_SEAL_COMMIT\"} 3"), "{metrics}");
-    assert!(metrics.contains("porep_c2_proofs_cancelled_total{proof_kind=\"POREP_SEAL_COMMIT\"} 1"), "{metrics}");
+    assert!(metrics.contains("porep_c2_proofs_completed_total{proof_kind=\"porep-c2\"} 3"), "{metrics}");
+    assert!(metrics.contains("porep_c2_proofs_cancelled_total{proof_kind=\"porep-c2\"} 1"), "{metrics}");
     assert!(metrics.contains("\nprocess_resident_memory_bytes "), "{metrics}");
     // Proved on the CPU: no device worked, so no GPU-busy series and no
     // device named as a job's current one.
@@ -400,7 +329,7 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
     assert_eq!(failed, 1, "device 0 is fenced after its first fault");
     assert_eq!(proved, 6, "device 1 proved every partition");
     assert_eq!(backend.fenced_workers(), vec!["fake-gpu:0".to_string()]);
-    let retries = |n| format!("porep_c2_partition_retries_total{{proof_kind=\"POREP_SEAL_COMMIT\"}} {n}");
+    let retries = |n| format!("porep_c2_partition_retries_total{{proof_kind=\"porep-c2\"}} {n}");
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
     assert!(metrics.contains(&retries(1)), "{} in\n{metrics}", retries(1));
     for line in [

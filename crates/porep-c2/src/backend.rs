@@ -211,7 +211,20 @@ impl Workers {
                 continue;
             }
             started(self.provers[w].device());
-            let out = self.provers[w].prove(job);
+            // A panic inside a worker (a bug, or a driver wrapper that
+            // panics) is a device fault like any other: the worker is
+            // fenced and the partition retried, and the message says so,
+            // instead of the panic tearing down the proof (and the
+            // consumer thread) with no retry.
+            let prover = &self.provers[w];
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(job))).unwrap_or_else(
+                |payload| {
+                    Err(Error::Worker {
+                        worker: prover.name(),
+                        message: format!("panicked: {}", panic_message(&*payload)),
+                    })
+                },
+            );
             if let Err(e) = &out {
                 if e.is_backend_failure() && !e.is_device_out_of_memory() {
                     self.fence_after(w, e);
@@ -238,6 +251,15 @@ impl Workers {
             );
         }
     }
+}
+
+/// The text of a panic's payload (`panic!` with a literal or a format).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".into())
 }
 
 /// Which workers of a [`Workers`] backend are out of service, and until
@@ -415,6 +437,14 @@ impl Backend {
     pub fn worker_health(&self) -> Vec<(String, bool)> {
         let Self::Workers(w) = self else { return Vec::new() };
         w.provers.iter().enumerate().map(|(i, p)| (p.name(), w.fences.is_healthy(i))).collect()
+    }
+
+    /// The device ordinals of the workers (sorted, once each); empty on
+    /// the host-level stages.
+    pub fn devices(&self) -> Vec<usize> {
+        let Self::Workers(w) = self else { return Vec::new() };
+        let set: std::collections::BTreeSet<usize> = w.provers.iter().filter_map(|p| p.device()).collect();
+        set.into_iter().collect()
     }
 
     /// The names of the workers out of service now after a device fault.

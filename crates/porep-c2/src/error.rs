@@ -17,6 +17,18 @@ pub enum Error {
         /// The parser's message.
         message: String,
     },
+    /// The C1 input disagrees with itself or with the request it came in:
+    /// the envelope's `SectorSize` or `SectorNum`, or a request's sector
+    /// size (`what` says which, `expected` is the value it should equal).
+    #[error("{what}: expected {expected}, found {found}")]
+    C1Mismatch {
+        /// Which value, and what it is checked against.
+        what: &'static str,
+        /// The value it should equal.
+        expected: u64,
+        /// The value given.
+        found: u64,
+    },
     /// Circuit construction or synthesis failed, or the C1 is inconsistent.
     #[error(transparent)]
     Synthesis(#[from] c2_synth::SynthError),

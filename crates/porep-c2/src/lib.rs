@@ -47,10 +47,10 @@ mod report;
 mod select;
 
 pub use backend::{
-    compact_witness_estimate, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerFences, WorkerGates,
-    Workers,
+    compact_witness_estimate, panic_message, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerFences,
+    WorkerGates, Workers,
 };
-pub use c1::{parse_c1_json, read_c1_json};
+pub use c1::{parse_c1_json, read_c1_json, C1Envelope, C1Input};
 pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use c2_cuda::{GpuError, OutOfBudget};
 pub use c2_msm::Msm;

@@ -130,13 +130,9 @@ pub fn prove_instance(
     // The synthesis path (every one gives the same record).
     let matrices = match &config.synthesis {
         SynthesisPath::Matrices { cache_dir } => Some(config.matrices.get(instance, cache_dir.as_deref())?),
+        SynthesisPath::Recorded => recorded(config.matrices.get(instance, None))?,
         SynthesisPath::Auto if partitions > 1 || config.matrices.holds(instance.parameter_id()) => {
-            match config.matrices.get(instance, None) {
-                Ok(m) => Some(m),
-                // Instances without a recordable shape (synthetic circuits).
-                Err(c2_synth::MatrixError::Unsupported(_)) => None,
-                Err(e) => return Err(e.into()),
-            }
+            recorded(config.matrices.get(instance, None))?
         }
         _ => None,
     };
@@ -347,5 +343,17 @@ fn verify_partitions(
         Ok(())
     } else {
         Err(Error::VerificationFailed { partitions: failed })
+    }
+}
+
+/// A shape's matrices, or `None` for instances without a recordable shape
+/// (synthetic circuits): they take the circuit path.
+fn recorded(
+    m: Result<std::sync::Arc<crate::config::ShapeMatrices>, c2_synth::MatrixError>,
+) -> Result<Option<std::sync::Arc<crate::config::ShapeMatrices>>, Error> {
+    match m {
+        Ok(m) => Ok(Some(m)),
+        Err(c2_synth::MatrixError::Unsupported(_)) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
