@@ -46,8 +46,9 @@ pub struct BenchArgs {
     /// Synthetic partitions per proof.
     #[arg(long, default_value_t = 10, requires = "synthetic")]
     pub partitions: usize,
-    /// Upload the parameters to the devices before the clock starts (a
-    /// long-running node's steady state) and hold them for the whole run.
+    /// Upload the parameters to the devices (and, with a C1 output, record
+    /// its shape's constraint matrices) before the clock starts: a
+    /// long-running node's steady state; held for the whole run.
     #[arg(long)]
     pub preload: bool,
     /// One host-memory budget (GB) shared by all proofs in flight.
@@ -182,6 +183,13 @@ pub fn run(a: BenchArgs) -> Result<()> {
             preload(&id, &params)?;
             // Held for the run: the cache keeps a set only while someone does.
             held = Some(params);
+            // A long-lived process records the shape's matrices once (the
+            // daemon on its first proof): before the clock, as the steady state.
+            if config.synthesis == porep_c2::SynthesisPath::Recorded {
+                let t = Instant::now();
+                config.matrices.get(instance.as_ref(), None)?;
+                log::info!("constraint matrices recorded in {:.1?} (before the clock starts)", t.elapsed());
+            }
         }
         let name = format!("{} ({:?})", path.display(), c1.registered_proof);
         let config = config.clone();

@@ -247,7 +247,11 @@ impl Workers {
                 "porep-c2: {} out of service for {:?} after: {error}; their partitions go to {}",
                 names.join(", "),
                 self.fences.cool_down,
-                if self.fences.healthy(self.provers.len()) > 0 { "the healthy workers" } else { "the retry backend" },
+                if self.fences.healthy(self.provers.len()) > 0 {
+                    "the healthy workers"
+                } else {
+                    "the retry backend (or fail, without one)"
+                },
             );
         }
     }
