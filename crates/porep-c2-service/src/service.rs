@@ -20,12 +20,15 @@ pub struct ProvingService {
     devices: Arc<DeviceCache>,
 }
 
+/// Each device's status line and metrics sample.
+type Samples = Arc<Vec<(proto::GpuStatus, DeviceSample)>>;
+
 /// Device samples, taken at most every [`DEVICE_SAMPLE_AGE`]: opening a
 /// device and asking its free memory costs milliseconds per device, and
 /// status pages poll.
 #[derive(Default)]
 struct DeviceCache {
-    last: Mutex<Option<(Instant, Arc<Vec<(proto::GpuStatus, DeviceSample)>>)>>,
+    last: Mutex<Option<(Instant, Samples)>>,
 }
 
 /// How old a device sample may be when `GetStatus` or `GetMetrics` answers.
@@ -69,7 +72,7 @@ impl ProvingService {
     }
 
     /// The engine's devices, sampled at most every [`DEVICE_SAMPLE_AGE`].
-    async fn device_samples(&self) -> Result<Arc<Vec<(proto::GpuStatus, DeviceSample)>>, Status> {
+    async fn device_samples(&self) -> Result<Samples, Status> {
         if let Some((at, v)) = &*self.devices.last.lock().unwrap_or_else(|p| p.into_inner()) {
             if at.elapsed() < DEVICE_SAMPLE_AGE {
                 return Ok(v.clone());
