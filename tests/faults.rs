@@ -430,6 +430,8 @@ fn preload_warms_every_worker_under_the_key_proofs_use() {
 struct DeviceWorker {
     device: usize,
     dead: std::sync::atomic::AtomicBool,
+    /// Panics instead of returning the device error (a bug in a worker).
+    panics: bool,
     hold: std::time::Duration,
     proved: AtomicUsize,
     failed: AtomicUsize,
@@ -440,10 +442,18 @@ impl DeviceWorker {
         Arc::new(Self {
             device,
             dead: dead.into(),
+            panics: false,
             hold: std::time::Duration::from_millis(hold_ms),
             proved: AtomicUsize::new(0),
             failed: AtomicUsize::new(0),
         })
+    }
+
+    /// A worker of `device` that panics in every partition.
+    fn panicking(device: usize) -> Arc<Self> {
+        let mut w = Self::new(device, true, 0);
+        Arc::get_mut(&mut w).expect("fresh").panics = true;
+        w
     }
 }
 
@@ -458,6 +468,9 @@ impl PartitionProver for DeviceWorker {
         std::thread::sleep(self.hold);
         if self.dead.load(Ordering::SeqCst) {
             self.failed.fetch_add(1, Ordering::SeqCst);
+            if self.panics {
+                panic!("injected panic in a GPU worker");
+            }
             let lost = GpuError::Driver { op: "cuLaunchKernel", code: 719, name: "CUDA_ERROR_LAUNCH_FAILED".into() };
             return Err(Error::gpu("MSM", lost));
         }
@@ -600,42 +613,10 @@ fn a_worker_that_panics_is_a_fenced_device_fault_and_the_proof_survives() {
     // wrapper could); the other device's worker proves. The panic must not
     // tear down the proof: device 0 is fenced, its partition proved on
     // device 1, and the retry says it was a panic.
-    struct PanickingWorker(AtomicUsize);
-    impl PartitionProver for PanickingWorker {
-        fn name(&self) -> String {
-            "gpu0".into()
-        }
-        fn device(&self) -> Option<usize> {
-            Some(0)
-        }
-        fn prove(
-            &self,
-            _: PartitionJob<'_>,
-        ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
-            self.0.fetch_add(1, Ordering::SeqCst);
-            panic!("injected panic in a GPU worker");
-        }
-    }
-    struct HealthyWorker;
-    impl PartitionProver for HealthyWorker {
-        fn name(&self) -> String {
-            "gpu1".into()
-        }
-        fn device(&self) -> Option<usize> {
-            Some(1)
-        }
-        fn prove(
-            &self,
-            job: PartitionJob<'_>,
-        ) -> Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), Error> {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            cpu(job)
-        }
-    }
     let (instance, params, pairs) = setup();
     let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
-    let panicking = Arc::new(PanickingWorker(AtomicUsize::new(0)));
-    let backend = Backend::workers(vec![panicking.clone(), Arc::new(HealthyWorker)]);
+    let devices = [DeviceWorker::panicking(0), DeviceWorker::new(1, false, 100)];
+    let backend = workers_backend(&devices, WorkerFences::default());
     let cfg = ProverConfig {
         retry_backend: None,
         pipeline: porep_c2::PipelineConfig { synthesis_workers: 2, ..Default::default() },
@@ -643,13 +624,13 @@ fn a_worker_that_panics_is_a_fenced_device_fault_and_the_proof_survives() {
     };
     let (bytes, report) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
     assert_eq!(bytes, clean, "proof after a worker panic differs from the CPU one");
-    assert_eq!(panicking.0.load(Ordering::SeqCst), 1, "the panicking device is fenced after one panic");
+    assert_eq!(devices[0].failed.load(Ordering::SeqCst), 1, "the panicking device is fenced after one panic");
     assert_eq!(backend.fenced_workers(), vec!["gpu0".to_string()]);
     let retried: Vec<_> = report.partitions.iter().filter_map(|p| p.retried_after.as_ref()).collect();
     assert_eq!(retried.len(), 1, "{:?}", report.partitions);
     assert!(retried[0].contains("panicked: injected panic in a GPU worker"), "{}", retried[0]);
     // With no healthy worker and no retry backend, the client is told the cause.
-    let lone = Backend::workers(vec![Arc::new(PanickingWorker(AtomicUsize::new(0)))]);
+    let lone = workers_backend(&[DeviceWorker::panicking(0)], WorkerFences::default());
     match prove_instance(&instance, &params, &pairs, &ProverConfig { retry_backend: None, ..config(lone) }) {
         Err(e @ Error::Worker { .. }) => assert!(e.to_string().contains("panicked: injected panic"), "{e}"),
         other => panic!("expected the worker's panic as a device fault, got {other:?}"),
