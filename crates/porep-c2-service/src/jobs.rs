@@ -131,12 +131,6 @@ impl Job {
         self.placement.devices()
     }
 
-    /// Whether the job still holds its request's body (queued: yes; proving
-    /// or ended: no).
-    pub fn holds_body(&self) -> bool {
-        self.body.lock().unwrap_or_else(|p| p.into_inner()).is_some()
-    }
-
     fn take_body(&self) -> Option<ProofRequest> {
         self.body.lock().unwrap_or_else(|p| p.into_inner()).take()
     }
