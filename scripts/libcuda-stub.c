@@ -1,11 +1,105 @@
-/* Link stub for the CUDA driver library (libcuda.so.1), generated from the
- * entry points cuda-driver-sys 0.3 declares (scripts/cuda-toolchain.sh builds
- * it where no driver library exists). It lets `--features cuda` builds link on
- * machines without a driver. Every function returns CUDA_ERROR_NO_DEVICE
- * (100), so a binary run against it reports "no GPU" and falls back to the
- * CPU; with a real driver installed, the real libcuda.so.1 is loaded instead.
- * Regenerate: grep -o 'pub fn cu[A-Za-z0-9_]*' cuda-driver-sys/src/cuda.rs */
-#define STUB(name) int name(void) { return 100; }
+/* The project's stand-in for the CUDA driver library (libcuda.so.1).
+ *
+ * Two jobs:
+ * - Link stub: `scripts/cuda-toolchain.sh` builds it where no driver library
+ *   exists, for tools that link libcuda (the peer provers); c2-cuda itself
+ *   loads the driver at run time and needs no library to build.
+ * - Test driver: c2-cuda's tests (src/stub_tests.rs) load it in place of the
+ *   driver and tell it what to answer, to see every driver result surface as
+ *   a typed error (issue 38).
+ *
+ * Every entry point returns the current answer (100, CUDA_ERROR_NO_DEVICE,
+ * until told otherwise), except those named in the "succeed" list, which
+ * return 0 and write plausible outputs. `c2_stub_answer(code, "cuInit,...")`
+ * sets both. The entry points c2-cuda calls are defined with cuda.h's
+ * signatures; the rest (the names cuda-driver-sys 0.3 declares, for linking)
+ * take no arguments and only return the answer. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int answer = 100;
+static char succeed[4096] = ",";
+
+/* What the next calls return: `code`, or 0 for the names in `ok`
+ * (comma-separated, NULL = none). Not thread-safe: tests call it between
+ * driver calls on one thread. */
+void c2_stub_answer(int code, const char *ok) {
+    answer = code;
+    snprintf(succeed, sizeof succeed, ",%s,", ok ? ok : "");
+}
+
+static int result(const char *name) {
+    char key[128];
+    snprintf(key, sizeof key, ",%s,", name);
+    return strstr(succeed, key) ? 0 : answer;
+}
+
+typedef unsigned long long dptr;
+#define R(name) int r = result(#name); if (r) return r
+
+int cuInit(unsigned flags) { (void)flags; return result("cuInit"); }
+int cuDeviceGetCount(int *n) { R(cuDeviceGetCount); *n = 1; return 0; }
+int cuDeviceGet(int *d, int ordinal) { R(cuDeviceGet); *d = ordinal; return 0; }
+int cuDeviceGetName(char *s, int len, int d) { (void)d; R(cuDeviceGetName); snprintf(s, (size_t)len, "c2 stub device"); return 0; }
+int cuDeviceTotalMem_v2(size_t *bytes, int d) { (void)d; R(cuDeviceTotalMem_v2); *bytes = (size_t)1 << 30; return 0; }
+int cuDeviceGetAttribute(int *v, int attribute, int d) {
+    (void)d;
+    R(cuDeviceGetAttribute);
+    switch (attribute) {
+    case 75: *v = 9; break;                   /* compute capability 9.0 */
+    case 76: *v = 0; break;
+    case 16: *v = 2; break;                   /* multiprocessors */
+    default: *v = 48 << 10; break;            /* shared memory sizes */
+    }
+    return 0;
+}
+int cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; R(cuDevicePrimaryCtxRetain); *ctx = (void *)0x1000; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int d) { (void)d; return result("cuDevicePrimaryCtxRelease_v2"); }
+int cuCtxSetCurrent(void *ctx) { (void)ctx; return result("cuCtxSetCurrent"); }
+int cuCtxSynchronize(void) { return result("cuCtxSynchronize"); }
+int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) { R(cuMemGetInfo_v2); *free_bytes = *total = (size_t)1 << 30; return 0; }
+int cuModuleLoadData(void **m, const void *image) { (void)image; R(cuModuleLoadData); *m = (void *)0x2000; return 0; }
+int cuModuleUnload(void *m) { (void)m; return result("cuModuleUnload"); }
+int cuModuleGetFunction(void **f, void *m, const char *name) { (void)m; (void)name; R(cuModuleGetFunction); *f = (void *)0x3000; return 0; }
+int cuFuncSetAttribute(void *f, int attribute, int value) { (void)f; (void)attribute; (void)value; return result("cuFuncSetAttribute"); }
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, void *f, int block, size_t shared) {
+    (void)f; (void)block; (void)shared;
+    R(cuOccupancyMaxActiveBlocksPerMultiprocessor);
+    *blocks = 1;
+    return 0;
+}
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned shared, void *stream, void **params, void **extra) {
+    (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)stream; (void)params; (void)extra;
+    return result("cuLaunchKernel");
+}
+/* Device memory is host memory here, so copies and fills really happen and
+ * a test can read back what it wrote. */
+int cuMemAlloc_v2(dptr *p, size_t bytes) { R(cuMemAlloc_v2); *p = (dptr)(size_t)calloc(bytes, 1); return *p ? 0 : 2; }
+int cuMemFree_v2(dptr p) { R(cuMemFree_v2); free((void *)(size_t)p); return 0; }
+int cuMemAllocHost_v2(void **p, size_t bytes) { R(cuMemAllocHost_v2); *p = calloc(bytes, 1); return *p ? 0 : 2; }
+int cuMemFreeHost(void *p) { R(cuMemFreeHost); free(p); return 0; }
+int cuMemHostRegister_v2(void *p, size_t bytes, unsigned flags) { (void)p; (void)bytes; (void)flags; return result("cuMemHostRegister_v2"); }
+int cuMemHostUnregister(void *p) { (void)p; return result("cuMemHostUnregister"); }
+int cuMemcpyHtoDAsync_v2(dptr dst, const void *src, size_t n, void *s) { (void)s; R(cuMemcpyHtoDAsync_v2); memcpy((void *)(size_t)dst, src, n); return 0; }
+int cuMemcpyDtoHAsync_v2(void *dst, dptr src, size_t n, void *s) { (void)s; R(cuMemcpyDtoHAsync_v2); memcpy(dst, (void *)(size_t)src, n); return 0; }
+int cuMemcpyDtoDAsync_v2(dptr dst, dptr src, size_t n, void *s) { (void)s; R(cuMemcpyDtoDAsync_v2); memmove((void *)(size_t)dst, (void *)(size_t)src, n); return 0; }
+int cuMemsetD8Async(dptr dst, unsigned char v, size_t n, void *s) { (void)s; R(cuMemsetD8Async); memset((void *)(size_t)dst, v, n); return 0; }
+int cuStreamCreate(void **s, unsigned flags) { (void)flags; R(cuStreamCreate); *s = malloc(1); return 0; }
+int cuStreamDestroy_v2(void *s) { R(cuStreamDestroy_v2); free(s); return 0; }
+int cuStreamSynchronize(void *s) { (void)s; return result("cuStreamSynchronize"); }
+int cuStreamWaitEvent(void *s, void *e, unsigned flags) { (void)s; (void)e; (void)flags; return result("cuStreamWaitEvent"); }
+int cuEventCreate(void **e, unsigned flags) { (void)flags; R(cuEventCreate); *e = malloc(1); return 0; }
+int cuEventDestroy_v2(void *e) { R(cuEventDestroy_v2); free(e); return 0; }
+int cuEventRecord(void *e, void *s) { (void)e; (void)s; return result("cuEventRecord"); }
+int cuEventSynchronize(void *e) { (void)e; return result("cuEventSynchronize"); }
+int cuEventElapsedTime(float *ms, void *start, void *end) { (void)start; (void)end; R(cuEventElapsedTime); *ms = 0.0f; return 0; }
+
+/* The other entry points, for linking only. */
+#define STUB(name) int name(void) { return answer; }
+STUB(name)
 STUB(cuArray3DCreate_v2)
 STUB(cuArray3DGetDescriptor_v2)
 STUB(cuArrayCreate_v2)
@@ -28,19 +122,13 @@ STUB(cuCtxGetStreamPriorityRange)
 STUB(cuCtxPopCurrent_v2)
 STUB(cuCtxPushCurrent_v2)
 STUB(cuCtxSetCacheConfig)
-STUB(cuCtxSetCurrent)
 STUB(cuCtxSetLimit)
 STUB(cuCtxSetSharedMemConfig)
-STUB(cuCtxSynchronize)
 STUB(cuDestroyExternalMemory)
 STUB(cuDestroyExternalSemaphore)
 STUB(cuDeviceCanAccessPeer)
 STUB(cuDeviceComputeCapability)
-STUB(cuDeviceGet)
-STUB(cuDeviceGetAttribute)
 STUB(cuDeviceGetByPCIBusId)
-STUB(cuDeviceGetCount)
-STUB(cuDeviceGetName)
 STUB(cuDeviceGetNvSciSyncAttributes)
 STUB(cuDeviceGetP2PAttribute)
 STUB(cuDeviceGetPCIBusId)
@@ -49,20 +137,12 @@ STUB(cuDeviceGetUuid)
 STUB(cuDevicePrimaryCtxGetState)
 STUB(cuDevicePrimaryCtxRelease)
 STUB(cuDevicePrimaryCtxReset)
-STUB(cuDevicePrimaryCtxRetain)
 STUB(cuDevicePrimaryCtxSetFlags)
-STUB(cuDeviceTotalMem_v2)
 STUB(cuDriverGetVersion)
-STUB(cuEventCreate)
-STUB(cuEventDestroy_v2)
-STUB(cuEventElapsedTime)
 STUB(cuEventQuery)
-STUB(cuEventRecord)
-STUB(cuEventSynchronize)
 STUB(cuExternalMemoryGetMappedBuffer)
 STUB(cuExternalMemoryGetMappedMipmappedArray)
 STUB(cuFuncGetAttribute)
-STUB(cuFuncSetAttribute)
 STUB(cuFuncSetBlockShape)
 STUB(cuFuncSetCacheConfig)
 STUB(cuFuncSetSharedMemConfig)
@@ -115,7 +195,6 @@ STUB(cuGraphicsUnmapResources)
 STUB(cuGraphicsUnregisterResource)
 STUB(cuImportExternalMemory)
 STUB(cuImportExternalSemaphore)
-STUB(cuInit)
 STUB(cuIpcCloseMemHandle)
 STUB(cuIpcGetEventHandle)
 STUB(cuIpcGetMemHandle)
@@ -127,7 +206,6 @@ STUB(cuLaunchCooperativeKernelMultiDevice)
 STUB(cuLaunchGrid)
 STUB(cuLaunchGridAsync)
 STUB(cuLaunchHostFunc)
-STUB(cuLaunchKernel)
 STUB(cuLinkAddData_v2)
 STUB(cuLinkAddFile_v2)
 STUB(cuLinkComplete)
@@ -136,24 +214,17 @@ STUB(cuLinkDestroy)
 STUB(cuMemAddressFree)
 STUB(cuMemAddressReserve)
 STUB(cuMemAdvise)
-STUB(cuMemAllocHost_v2)
 STUB(cuMemAllocManaged)
 STUB(cuMemAllocPitch_v2)
-STUB(cuMemAlloc_v2)
 STUB(cuMemCreate)
 STUB(cuMemExportToShareableHandle)
-STUB(cuMemFreeHost)
-STUB(cuMemFree_v2)
 STUB(cuMemGetAccess)
 STUB(cuMemGetAddressRange_v2)
 STUB(cuMemGetAllocationGranularity)
 STUB(cuMemGetAllocationPropertiesFromHandle)
-STUB(cuMemGetInfo_v2)
 STUB(cuMemHostAlloc)
 STUB(cuMemHostGetDevicePointer_v2)
 STUB(cuMemHostGetFlags)
-STUB(cuMemHostRegister_v2)
-STUB(cuMemHostUnregister)
 STUB(cuMemImportFromShareableHandle)
 STUB(cuMemMap)
 STUB(cuMemPrefetchAsync)
@@ -176,13 +247,10 @@ STUB(cuMemcpyAtoD_v2)
 STUB(cuMemcpyAtoHAsync_v2)
 STUB(cuMemcpyAtoH_v2)
 STUB(cuMemcpyDtoA_v2)
-STUB(cuMemcpyDtoDAsync_v2)
 STUB(cuMemcpyDtoD_v2)
-STUB(cuMemcpyDtoHAsync_v2)
 STUB(cuMemcpyDtoH_v2)
 STUB(cuMemcpyHtoAAsync_v2)
 STUB(cuMemcpyHtoA_v2)
-STUB(cuMemcpyHtoDAsync_v2)
 STUB(cuMemcpyHtoD_v2)
 STUB(cuMemcpyPeer)
 STUB(cuMemcpyPeerAsync)
@@ -196,21 +264,16 @@ STUB(cuMemsetD2D8Async)
 STUB(cuMemsetD2D8_v2)
 STUB(cuMemsetD32Async)
 STUB(cuMemsetD32_v2)
-STUB(cuMemsetD8Async)
 STUB(cuMemsetD8_v2)
 STUB(cuMipmappedArrayCreate)
 STUB(cuMipmappedArrayDestroy)
 STUB(cuMipmappedArrayGetLevel)
-STUB(cuModuleGetFunction)
 STUB(cuModuleGetGlobal_v2)
 STUB(cuModuleGetSurfRef)
 STUB(cuModuleGetTexRef)
 STUB(cuModuleLoad)
-STUB(cuModuleLoadData)
 STUB(cuModuleLoadDataEx)
 STUB(cuModuleLoadFatBinary)
-STUB(cuModuleUnload)
-STUB(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 STUB(cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags)
 STUB(cuOccupancyMaxPotentialBlockSize)
 STUB(cuOccupancyMaxPotentialBlockSizeWithFlags)
@@ -230,9 +293,7 @@ STUB(cuStreamAddCallback)
 STUB(cuStreamAttachMemAsync)
 STUB(cuStreamBatchMemOp)
 STUB(cuStreamBeginCapture_v2)
-STUB(cuStreamCreate)
 STUB(cuStreamCreateWithPriority)
-STUB(cuStreamDestroy_v2)
 STUB(cuStreamEndCapture)
 STUB(cuStreamGetCaptureInfo)
 STUB(cuStreamGetCtx)
@@ -240,8 +301,6 @@ STUB(cuStreamGetFlags)
 STUB(cuStreamGetPriority)
 STUB(cuStreamIsCapturing)
 STUB(cuStreamQuery)
-STUB(cuStreamSynchronize)
-STUB(cuStreamWaitEvent)
 STUB(cuStreamWaitValue32)
 STUB(cuStreamWaitValue64)
 STUB(cuStreamWriteValue32)

@@ -471,7 +471,8 @@ impl PartitionProver for DeviceWorker {
             if self.panics {
                 panic!("injected panic in a GPU worker");
             }
-            let lost = GpuError::Driver { op: "cuLaunchKernel", code: 719, name: "CUDA_ERROR_LAUNCH_FAILED".into() };
+            let lost =
+                GpuError::Driver { op: "cuLaunchKernel", error: porep_c2::DriverError::LaunchFailed, kernel: None };
             return Err(Error::gpu("MSM", lost));
         }
         self.proved.fetch_add(1, Ordering::SeqCst);

@@ -268,7 +268,10 @@ impl GpuAbc {
         let mut coeffs = memory.alloc::<Scalar>(cm.coeffs().len().max(1))?;
         let events = [self.gpu.event()?, self.gpu.event()?, self.gpu.event()?, self.gpu.event()?];
         let [c0, c1, u0, u1] = events;
-        coeffs.upload_async(0, cm.coeffs(), copy)?;
+        // SAFETY: the table lives in `m`, borrowed by the returned stream for
+        // 'a; that stream waits for its copies before it drops (`Drop`),
+        // and on an error here `coeffs` waits for this copy as it drops.
+        unsafe { coeffs.upload_async(0, cm.coeffs(), copy) }?;
         let table = self.gpu.event()?;
         table.record(copy)?;
         Ok(AbcStream { abc: self, m, coeffs, slots, copied: [c0, c1], consumed: [u0, u1], table, next: 0 })
@@ -298,7 +301,9 @@ impl GpuAbc {
             return Ok(());
         }
         let mut bits = scratch.alloc::<u64>(w.bits().len().max(1))?;
-        bits.upload_async(0, w.bits(), stream)?;
+        // SAFETY: `w`'s vectors are pageable (staged by the driver before
+        // it returns) and borrowed until `stream` is synchronised below.
+        unsafe { bits.upload_async(0, w.bits(), stream) }?;
         let dst = z.device_ptr() + (offset * std::mem::size_of::<Scalar>()) as u64;
         // c2_witness_bits(z + offset, bits, n)
         let args = (dst, bits.device_ptr(), w.len() as u64);
@@ -308,8 +313,10 @@ impl GpuAbc {
         let m = w.full_index().len();
         let (mut index, mut value) = (scratch.alloc::<u32>(m.max(1))?, scratch.alloc::<Scalar>(m.max(1))?);
         if m > 0 {
-            index.upload_async(0, w.full_index(), stream)?;
-            value.upload_async(0, w.full_value(), stream)?;
+            // SAFETY: as for `bits`.
+            unsafe { index.upload_async(0, w.full_index(), stream) }?;
+            // SAFETY: as for `bits`.
+            unsafe { value.upload_async(0, w.full_value(), stream) }?;
             // c2_witness_scatter(z + offset, index, value, m), after the bits.
             let args = (dst, index.device_ptr(), value.device_ptr(), m as u64);
             // SAFETY: every index is < len (the compact form's invariant:
@@ -344,14 +351,14 @@ impl GpuAbc {
         }
         let mut first = self.memory.alloc::<u64>(1)?;
         let start = [n as u64];
-        first.upload_async(0, &start, stream)?;
+        first.upload(0, &start, stream)?;
         // c2_abc_unsatisfied(a, b, c, n, first)
         let args = (a.device_ptr(), b.device_ptr(), c.device_ptr(), n as u64, first.device_ptr());
         // SAFETY: a, b, c hold at least n elements (checked above); `first`
         // is one u64, initialised to n on the same stream.
         unsafe { self.unsatisfied.launch(stream, Launch::new(grid_for(n), THREADS), args) }?;
         let mut out = [0u64];
-        first.download_async(0, &mut out, stream)?;
+        first.download(0, &mut out, stream)?;
         stream.synchronize()?;
         Ok((out[0] < n as u64).then_some(out[0] as usize))
     }
@@ -512,7 +519,9 @@ impl AbcStream<'_> {
             copy.wait(&self.consumed[i])?;
             // The chunk's words lie in the page-locked vector (the same
             // shared data `PinnedChunks` registered): DMA straight from it.
-            self.slots[i].upload_async(0, cm.chunk_words(c), copy)?;
+            // SAFETY: the words lie in `self.m`, borrowed for 'a, and this
+            // stream waits for its copies before it drops (`Drop`).
+            unsafe { self.slots[i].upload_async(0, cm.chunk_words(c), copy) }?;
             self.copied[i].record(copy)?;
             stream.wait(&self.copied[i])?;
             let (cols, coeff_index, long) = c.sections();

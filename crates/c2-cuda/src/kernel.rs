@@ -1,46 +1,69 @@
 //! Kernels of the embedded module and their launches (feature `cuda`).
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void, CString};
+use std::sync::Arc;
 
-use cuda_driver_sys as sys;
-
-use std::ffi::CString;
-
-use crate::call::check;
+#[cfg(feature = "cuda")]
+use crate::device::KERNELS_FATBIN;
 #[cfg(feature = "selftest")]
 use crate::device::SELFTEST_FATBIN;
-use crate::device::{Gpu, Module, KERNELS_FATBIN};
+use crate::device::{Gpu, Module};
+use crate::driver::{attribute, check, CuFunction, Driver};
 use crate::stream::Stream;
 use crate::{DeviceCopy, GpuError};
 
-/// A kernel of the embedded module.
+/// A kernel of a loaded module. It holds the module (and so its context),
+/// so its handle stays valid for as long as the `Kernel` lives, whatever
+/// happens to the [`Gpu`] it came from.
 pub struct Kernel {
-    f: sys::CUfunction,
-    name: String,
+    f: CuFunction,
+    name: &'static str,
+    module: Arc<Module>,
 }
 
-// SAFETY: CUfunction handles are valid in any thread with the context current.
+// SAFETY: a CUfunction is valid on any thread with its context current;
+// every call binds the module's context first, and `module` keeps both alive.
 unsafe impl Send for Kernel {}
+// SAFETY: as above; the handle is never written after lookup (attribute
+// setters change the driver's state, which the driver itself serialises).
 unsafe impl Sync for Kernel {}
 
 impl Kernel {
+    fn driver(&self) -> &Driver {
+        &self.module.context.driver
+    }
+
+    /// Sets a `CUfunction_attribute` with the module's context current.
+    fn set_attribute(&self, attribute: c_int, value: c_int) -> Result<(), GpuError> {
+        self.module.context.bind()?;
+        // SAFETY: a function of a loaded module (held by `self`), its context
+        // current; attribute values are cuda.h's.
+        check("cuFuncSetAttribute", unsafe { (self.driver().cuFuncSetAttribute)(self.f, attribute, value) })
+    }
+
+    /// The kernel's symbol in its module.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// Allows `bytes` of dynamic shared memory per block (needed above 48 KB).
     pub fn set_max_dynamic_shared(&self, bytes: u32) -> Result<(), GpuError> {
-        // SAFETY: valid function handle;
-        // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8.
-        check("cuFuncSetAttribute", unsafe {
-            sys::cuFuncSetAttribute(self.f, std::mem::transmute::<i32, sys::CUfunction_attribute>(8), bytes as i32)
-        })
+        let bytes = c_int::try_from(bytes).map_err(|_| GpuError::Invalid(format!("{bytes} bytes of shared memory")))?;
+        self.set_attribute(attribute::FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes)
     }
 
     /// Blocks of `threads` threads (with `shared` bytes of dynamic shared
     /// memory each) that one SM holds at once: the driver's occupancy
     /// answer from this kernel's registers and shared memory.
     pub fn max_blocks_per_sm(&self, threads: u32, shared: usize) -> Result<u32, GpuError> {
-        let mut blocks: std::os::raw::c_int = 0;
-        // SAFETY: valid function handle; `blocks` outlives the call.
+        let threads =
+            c_int::try_from(threads).map_err(|_| GpuError::Invalid(format!("{threads} threads per block")))?;
+        self.module.context.bind()?;
+        let mut blocks: c_int = 0;
+        // SAFETY: a function of a loaded module (held by `self`), its context
+        // current; `blocks` is a valid out-pointer.
         check("cuOccupancyMaxActiveBlocksPerMultiprocessor", unsafe {
-            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(&mut blocks, self.f, threads as i32, shared)
+            (self.driver().cuOccupancyMaxActiveBlocksPerMultiprocessor)(&mut blocks, self.f, threads, shared)
         })?;
         Ok(blocks.max(0) as u32)
     }
@@ -50,12 +73,8 @@ impl Kernel {
     /// shared memory allows share an SM (the driver may otherwise pick a
     /// smaller carveout and fit fewer).
     pub fn prefer_max_shared(&self) -> Result<(), GpuError> {
-        // SAFETY: valid function handle;
-        // CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT = 9, in percent
-        // of the maximum (100 = all of it).
-        check("cuFuncSetAttribute", unsafe {
-            sys::cuFuncSetAttribute(self.f, std::mem::transmute::<i32, sys::CUfunction_attribute>(9), 100)
-        })
+        // In percent of the maximum: 100 = all of it.
+        self.set_attribute(attribute::FUNC_PREFERRED_SHARED_MEMORY_CARVEOUT, 100)
     }
 
     /// Launches on `stream` with a 1-D grid, passing `args` (a tuple of
@@ -75,24 +94,30 @@ impl Kernel {
     /// # Safety
     /// As [`Kernel::launch`], with `args` pointing to the values.
     unsafe fn launch_raw(&self, stream: &Stream, dims: Launch, args: &mut [*mut c_void]) -> Result<(), GpuError> {
+        if stream.gpu().context.handle() != self.module.context.handle() {
+            return Err(GpuError::Invalid(format!("kernel {} launched on another device's stream", self.name)));
+        }
         stream.gpu().bind()?;
-        let r = sys::cuLaunchKernel(
-            self.f,
-            dims.grid.max(1),
-            1,
-            1,
-            dims.block,
-            1,
-            1,
-            dims.shared_bytes,
-            stream.raw(),
-            args.as_mut_ptr(),
-            std::ptr::null_mut(),
-        );
+        // SAFETY: (the caller's contract, above) `args` matches the kernel's
+        // parameters and the buffers they name outlive the work; the function
+        // and the stream belong to the current context (checked above).
+        let r = unsafe {
+            (self.driver().cuLaunchKernel)(
+                self.f,
+                dims.grid.max(1),
+                1,
+                1,
+                dims.block,
+                1,
+                1,
+                dims.shared_bytes,
+                stream.raw(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
         check("cuLaunchKernel", r).map_err(|e| match e {
-            GpuError::Driver { code, name, .. } => {
-                GpuError::Driver { op: "cuLaunchKernel", code, name: format!("{name} in kernel {}", self.name) }
-            }
+            GpuError::Driver { op, error, .. } => GpuError::Driver { op, error, kernel: Some(self.name) },
             other => other,
         })
     }
@@ -473,17 +498,23 @@ impl SelftestKernel {
 /// Kernel lookup (here rather than in `device`, which knows nothing of kernels).
 impl Gpu {
     /// The function `name` of a loaded module.
-    fn function(module: &Module, name: &str) -> Result<Kernel, GpuError> {
+    pub(crate) fn function(module: &Arc<Module>, name: &'static str) -> Result<Kernel, GpuError> {
         let cname = CString::new(name).map_err(|_| GpuError::MissingKernel(name.into()))?;
-        let mut f: sys::CUfunction = std::ptr::null_mut();
-        // SAFETY: valid module and C string.
-        let r = unsafe { sys::cuModuleGetFunction(&mut f, module.0, cname.as_ptr()) };
-        if r != sys::cudaError_enum::CUDA_SUCCESS {
-            return Err(GpuError::MissingKernel(name.into()));
+        module.context.bind()?;
+        let mut f: CuFunction = std::ptr::null_mut();
+        // SAFETY: a loaded module (held), a NUL-terminated name and a valid
+        // out-pointer; the module's context is current.
+        let r = unsafe { (module.context.driver.cuModuleGetFunction)(&mut f, module.handle, cname.as_ptr()) };
+        match check("cuModuleGetFunction", r) {
+            Ok(()) => Ok(Kernel { f, name, module: module.clone() }),
+            Err(GpuError::Driver { error: crate::DriverError::NotFound, .. }) => {
+                Err(GpuError::MissingKernel(name.into()))
+            }
+            Err(e) => Err(e),
         }
-        Ok(Kernel { f, name: name.to_string() })
     }
     /// A kernel of the embedded module (loaded on first use).
+    #[cfg(feature = "cuda")]
     pub fn kernel(&self, id: KernelId) -> Result<Kernel, GpuError> {
         let module = self.module.get_or_init(|| self.load_module(KERNELS_FATBIN)).as_ref().map_err(Clone::clone)?;
         Self::function(module, id.symbol())

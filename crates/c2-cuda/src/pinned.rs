@@ -4,16 +4,16 @@
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cuda_driver_sys as sys;
-
-use crate::call::check;
 use crate::device::Gpu;
+use crate::driver::{check, MEMHOSTREGISTER_PORTABLE};
 use crate::{DeviceCopy, GpuError};
 
 /// A host slice page-locked with `cuMemHostRegister` for the lifetime of
 /// this guard, so copies from and to it run at full PCIe speed and
 /// asynchronously (pageable copies ran at 6 GB/s against 55 GB/s pinned on
-/// the H200). Derefs to the slice.
+/// the H200). Derefs to the slice. Asynchronous copies from or into it are
+/// `unsafe` ([`crate::DeviceBuffer::upload_async`]): the device may use it
+/// after the call returns.
 pub struct PinnedRange<'a, T> {
     slice: &'a mut [T],
     gpu: Arc<Gpu>,
@@ -24,9 +24,10 @@ impl<'a, T: DeviceCopy> PinnedRange<'a, T> {
     pub fn new(gpu: &Arc<Gpu>, slice: &'a mut [T]) -> Result<Self, GpuError> {
         if !slice.is_empty() {
             gpu.bind()?;
-            // SAFETY: a live host allocation of that size; flags 0 = default.
+            // SAFETY: a live host allocation of that size, borrowed for the
+            // guard's lifetime; the driver only locks its pages; flags 0.
             check("cuMemHostRegister", unsafe {
-                sys::cuMemHostRegister_v2(slice.as_mut_ptr().cast(), std::mem::size_of_val(slice), 0)
+                (gpu.driver().cuMemHostRegister_v2)(slice.as_mut_ptr().cast(), std::mem::size_of_val(slice), 0)
             })?;
         }
         Ok(Self { slice, gpu: gpu.clone() })
@@ -50,9 +51,9 @@ impl<T> Drop for PinnedRange<'_, T> {
     fn drop(&mut self) {
         if !self.slice.is_empty() {
             let _ = self.gpu.bind();
-            // SAFETY: registered in new().
+            // SAFETY: registered in new(), unregistered once.
             unsafe {
-                let _ = sys::cuMemHostUnregister(self.slice.as_mut_ptr().cast());
+                let _ = (self.gpu.driver().cuMemHostUnregister)(self.slice.as_mut_ptr().cast());
             }
         }
     }
@@ -60,15 +61,18 @@ impl<T> Drop for PinnedRange<'_, T> {
 
 /// Page-locked host memory from `cuMemAllocHost`: the staging area for
 /// chunked copies (allocated once; pinning a fresh 4 GB vector per call cost
-/// seconds on the H200, far more than the copy itself).
+/// seconds on the H200, far more than the copy itself). Asynchronous copies
+/// from or into it are `unsafe` ([`crate::DeviceBuffer::upload_async`]);
+/// [`crate::Stager`] owns its buffers and orders them by events.
 pub struct PinnedBuffer<T> {
     ptr: *mut T,
     len: usize,
     gpu: Arc<Gpu>,
 }
 
-// SAFETY: plain host memory owned by this value.
+// SAFETY: plain host memory owned by this value (like a `Box<[T]>`).
 unsafe impl<T: Send> Send for PinnedBuffer<T> {}
+// SAFETY: as above; `&self` gives shared slices only.
 unsafe impl<T: Sync> Sync for PinnedBuffer<T> {}
 
 impl<T: DeviceCopy> PinnedBuffer<T> {
@@ -83,8 +87,8 @@ impl<T: DeviceCopy> PinnedBuffer<T> {
             .ok_or_else(|| GpuError::Invalid(format!("pinned allocation of {len} elements overflows")))?;
         let mut p: *mut c_void = std::ptr::null_mut();
         if bytes > 0 {
-            // SAFETY: valid out-pointer.
-            check("cuMemAllocHost", unsafe { sys::cuMemAllocHost_v2(&mut p, bytes) })?;
+            // SAFETY: valid out-pointer; the context is current.
+            check("cuMemAllocHost", unsafe { (gpu.driver().cuMemAllocHost_v2)(&mut p, bytes) })?;
             // SAFETY: `p` points to `bytes` writable bytes just allocated.
             unsafe { std::ptr::write_bytes(p.cast::<u8>(), 0, bytes) };
         }
@@ -115,9 +119,11 @@ impl<T> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         if !self.ptr.is_null() {
             let _ = self.gpu.bind();
-            // SAFETY: allocated by cuMemAllocHost.
+            // SAFETY: allocated by cuMemAllocHost, freed once; copies into or
+            // out of it were queued by `unsafe` calls whose contract keeps it
+            // alive until they finish (or by a `Stager`, which waits first).
             unsafe {
-                let _ = sys::cuMemFreeHost(self.ptr.cast());
+                let _ = (self.gpu.driver().cuMemFreeHost)(self.ptr.cast());
             }
         }
     }
@@ -148,7 +154,7 @@ impl<T: DeviceCopy> PinnedShared<T> {
             // `data` until drop() has unregistered it. The driver only
             // locks the pages (nothing is written through this pointer).
             check("cuMemHostRegister", unsafe {
-                sys::cuMemHostRegister_v2(data.as_ptr().cast_mut().cast(), bytes, sys::CU_MEMHOSTREGISTER_PORTABLE)
+                (gpu.driver().cuMemHostRegister_v2)(data.as_ptr().cast_mut().cast(), bytes, MEMHOSTREGISTER_PORTABLE)
             })?;
         }
         Ok(Self { gpu: (bytes > 0).then(|| gpu.clone()), data })
@@ -181,9 +187,10 @@ impl<T> Drop for PinnedShared<T> {
     fn drop(&mut self) {
         if let Some(gpu) = &self.gpu {
             let _ = gpu.bind();
-            // SAFETY: registered in new(); `data` is still alive.
+            // SAFETY: registered in new(), unregistered once; `data` is
+            // still alive.
             unsafe {
-                let _ = sys::cuMemHostUnregister(self.data.as_ptr().cast_mut().cast());
+                let _ = (gpu.driver().cuMemHostUnregister)(self.data.as_ptr().cast_mut().cast());
             }
         }
     }

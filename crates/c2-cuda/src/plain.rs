@@ -45,7 +45,7 @@ macro_rules! limb_device_copy {
 limb_device_copy!(Scalar = 4, G1Affine = 12, G2Affine = 24);
 
 /// `v` as bytes (sound: `DeviceCopy` types are plain bytes without padding).
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", test))]
 pub(crate) fn bytes_of<T: DeviceCopy>(v: &[T]) -> &[u8] {
     // SAFETY: same allocation and length in bytes; DeviceCopy has no padding.
     unsafe { std::slice::from_raw_parts(v.as_ptr().cast(), std::mem::size_of_val(v)) }
@@ -53,7 +53,7 @@ pub(crate) fn bytes_of<T: DeviceCopy>(v: &[T]) -> &[u8] {
 
 /// `v` as mutable bytes (sound both ways: every byte pattern is a valid
 /// `DeviceCopy` value).
-#[cfg(feature = "cuda")]
+#[cfg(any(feature = "cuda", test))]
 pub(crate) fn bytes_of_mut<T: DeviceCopy>(v: &mut [T]) -> &mut [u8] {
     // SAFETY: as above; any bytes written leave valid `T`s.
     unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr().cast(), std::mem::size_of_val(v)) }

@@ -35,7 +35,8 @@ pub struct Stager {
     /// Page-locked slots (as 8-byte words, so any `DeviceCopy` element of
     /// alignment <= 8 fits at offset 0) and, per slot, the event after its
     /// last copy.
-    slots: [(PinnedBuffer<u64>, Event); 2],
+    /// Two of them (a `Vec` so that `Drop` can take them to leak them).
+    slots: Vec<(PinnedBuffer<u64>, Event)>,
     slot_bytes: usize,
     /// The stager's own threads, not rayon's global pool: synthesis keeps
     /// the global pool busy, and work injected there from a GPU worker
@@ -62,7 +63,7 @@ impl Stager {
             Ok((PinnedBuffer::new(gpu, words)?, done))
         };
         let copy = gpu.stream()?;
-        let slots = [slot()?, slot()?];
+        let slots = vec![slot()?, slot()?];
         // A slot starts out free: its event has been recorded and is done.
         for (_, done) in &slots {
             done.record(&copy)?;
@@ -108,7 +109,10 @@ impl Stager {
                     .zip(bytes.par_chunks(PIECE_BYTES))
                     .for_each(|(d, s)| d.copy_from_slice(s))
             });
-            dst.upload_bytes_async(offset + i * chunk_len, stage, &self.copy)?;
+            // SAFETY: the slot is this stager's own page-locked memory; it is
+            // written again (or freed) only after `done`, recorded next, has
+            // completed (`done.synchronize()` above, `Drop`).
+            unsafe { dst.upload_bytes_async(offset + i * chunk_len, stage, &self.copy) }?;
             done.record(&self.copy)?;
         }
         Ok(())
@@ -134,7 +138,11 @@ impl Stager {
         for (i, &(off, len)) in chunks.iter().enumerate() {
             let (buf, done) = &mut self.slots[i % 2];
             done.synchronize()?;
-            src.download_bytes_async(offset + off, &mut words_as_bytes_mut(buf.as_mut_slice())[..len * size], after)?;
+            let slot = &mut words_as_bytes_mut(buf.as_mut_slice())[..len * size];
+            // SAFETY: the slot is this stager's own page-locked memory; it is
+            // read (`drain`), written again or freed only after `done`,
+            // recorded next, has completed.
+            unsafe { src.download_bytes_async(offset + off, slot, after) }?;
             done.record(after)?;
             if i > 0 {
                 let (o, l) = chunks[i - 1];
@@ -161,6 +169,20 @@ impl Stager {
             })
         });
         Ok(())
+    }
+}
+
+impl Drop for Stager {
+    /// The slots are freed only after the copies queued from or into them
+    /// have finished (a copy still running after an error, say).
+    fn drop(&mut self) {
+        for (_, done) in &self.slots {
+            if done.synchronize().is_err() {
+                // The device failed: never free memory it may still write.
+                std::mem::forget(std::mem::take(&mut self.slots));
+                return;
+            }
+        }
     }
 }
 

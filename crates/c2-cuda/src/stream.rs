@@ -2,25 +2,25 @@
 
 use std::sync::Arc;
 
-use cuda_driver_sys as sys;
-
-use crate::call::check;
 use crate::device::Gpu;
+use crate::driver::{check, CuEvent, CuStream, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING};
 use crate::GpuError;
 
 /// A CUDA stream of one device.
 pub struct Stream {
-    s: sys::CUstream,
+    s: CuStream,
     gpu: Arc<Gpu>,
 }
 
-// SAFETY: streams may be used from any thread with the context current.
+// SAFETY: a stream may be used from any thread with its context current;
+// every call binds first, and `gpu` keeps the context alive.
 unsafe impl Send for Stream {}
+// SAFETY: as above; the driver serialises work queued from several threads.
 unsafe impl Sync for Stream {}
 
 impl Stream {
     /// The driver's handle, for launches and copies queued on this stream.
-    pub(crate) fn raw(&self) -> sys::CUstream {
+    pub(crate) fn raw(&self) -> CuStream {
         self.s
     }
 
@@ -32,59 +32,65 @@ impl Stream {
     /// Waits on the host until all work queued so far has finished.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.gpu.bind()?;
-        // SAFETY: valid stream.
-        check("cuStreamSynchronize", unsafe { sys::cuStreamSynchronize(self.s) })
+        // SAFETY: a live stream of the current context.
+        check("cuStreamSynchronize", unsafe { (self.gpu.driver().cuStreamSynchronize)(self.s) })
     }
 
     /// Makes later work on this stream wait for `event` (no host block).
     pub fn wait(&self, event: &Event) -> Result<(), GpuError> {
         self.gpu.bind()?;
-        // SAFETY: valid handles.
-        check("cuStreamWaitEvent", unsafe { sys::cuStreamWaitEvent(self.s, event.e, 0) })
+        // SAFETY: a live stream and event of the current context; flags 0.
+        check("cuStreamWaitEvent", unsafe { (self.gpu.driver().cuStreamWaitEvent)(self.s, event.e, 0) })
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
         let _ = self.gpu.bind();
-        // SAFETY: valid stream; destroy after its work completes.
+        // SAFETY: a live stream, destroyed once; the driver lets queued work
+        // finish first (cuStreamDestroy returns at once and releases later).
         unsafe {
-            let _ = sys::cuStreamDestroy_v2(self.s);
+            let _ = (self.gpu.driver().cuStreamDestroy_v2)(self.s);
         }
     }
 }
 
-/// A CUDA event (timing enabled).
+/// A CUDA event (timing enabled, or only completion: [`Gpu::marker`]).
 pub struct Event {
-    e: sys::CUevent,
+    e: CuEvent,
     gpu: Arc<Gpu>,
 }
 
-// SAFETY: events may be used from any thread with the context current.
+// SAFETY: an event may be used from any thread with its context current;
+// every call binds first, and `gpu` keeps the context alive.
 unsafe impl Send for Event {}
+// SAFETY: as above; the driver serialises records and queries.
 unsafe impl Sync for Event {}
 
 impl Event {
     /// Records the event on `stream`.
     pub fn record(&self, stream: &Stream) -> Result<(), GpuError> {
         self.gpu.bind()?;
-        // SAFETY: valid handles.
-        check("cuEventRecord", unsafe { sys::cuEventRecord(self.e, stream.s) })
+        if stream.gpu.context.handle() != self.gpu.context.handle() {
+            return Err(GpuError::Invalid("event recorded on another device's stream".into()));
+        }
+        // SAFETY: a live event and stream of the current context (checked).
+        check("cuEventRecord", unsafe { (self.gpu.driver().cuEventRecord)(self.e, stream.s) })
     }
 
     /// Blocks the host until the event has completed.
     pub fn synchronize(&self) -> Result<(), GpuError> {
         self.gpu.bind()?;
-        // SAFETY: valid event.
-        check("cuEventSynchronize", unsafe { sys::cuEventSynchronize(self.e) })
+        // SAFETY: a live event of the current context.
+        check("cuEventSynchronize", unsafe { (self.gpu.driver().cuEventSynchronize)(self.e) })
     }
 
     /// Milliseconds from `start` to this event (both recorded and complete).
     pub fn elapsed_ms(&self, start: &Event) -> Result<f32, GpuError> {
         self.gpu.bind()?;
         let mut ms = 0f32;
-        // SAFETY: valid handles and out-pointer.
-        check("cuEventElapsedTime", unsafe { sys::cuEventElapsedTime(&mut ms, start.e, self.e) })?;
+        // SAFETY: live events of the current context and a valid out-pointer.
+        check("cuEventElapsedTime", unsafe { (self.gpu.driver().cuEventElapsedTime)(&mut ms, start.e, self.e) })?;
         Ok(ms)
     }
 }
@@ -92,9 +98,10 @@ impl Event {
 impl Drop for Event {
     fn drop(&mut self) {
         let _ = self.gpu.bind();
-        // SAFETY: valid event.
+        // SAFETY: a live event, destroyed once (a pending record completes
+        // first: the driver releases it then).
         unsafe {
-            let _ = sys::cuEventDestroy_v2(self.e);
+            let _ = (self.gpu.driver().cuEventDestroy_v2)(self.e);
         }
     }
 }
@@ -104,17 +111,27 @@ impl Gpu {
     /// A new non-blocking stream.
     pub fn stream(self: &Arc<Self>) -> Result<Stream, GpuError> {
         self.bind()?;
-        let mut s: sys::CUstream = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; CU_STREAM_NON_BLOCKING = 1.
-        check("cuStreamCreate", unsafe { sys::cuStreamCreate(&mut s, 1) })?;
+        let mut s: CuStream = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the context is current.
+        check("cuStreamCreate", unsafe { (self.driver().cuStreamCreate)(&mut s, STREAM_NON_BLOCKING) })?;
         Ok(Stream { s, gpu: self.clone() })
     }
+
     /// A new event that records timing.
     pub fn event(self: &Arc<Self>) -> Result<Event, GpuError> {
+        self.new_event(0)
+    }
+
+    /// A new event without timing (cheaper to record): for completion only.
+    pub fn marker(self: &Arc<Self>) -> Result<Event, GpuError> {
+        self.new_event(EVENT_DISABLE_TIMING)
+    }
+
+    fn new_event(self: &Arc<Self>, flags: std::ffi::c_uint) -> Result<Event, GpuError> {
         self.bind()?;
-        let mut e: sys::CUevent = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; flags 0 = default (timing enabled).
-        check("cuEventCreate", unsafe { sys::cuEventCreate(&mut e, 0) })?;
+        let mut e: CuEvent = std::ptr::null_mut();
+        // SAFETY: valid out-pointer; the context is current.
+        check("cuEventCreate", unsafe { (self.driver().cuEventCreate)(&mut e, flags) })?;
         Ok(Event { e, gpu: self.clone() })
     }
 }

@@ -109,12 +109,12 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
         let stream = gpu.stream().map_err(|x| e(&x))?;
         let mut z = gpu.alloc::<Scalar>(11).map_err(|x| e(&x))?;
         let zv: Vec<Scalar> = zi.iter().chain(&za).copied().collect();
-        z.upload_async(0, &zv, &stream).map_err(|x| e(&x))?;
+        z.upload(0, &zv, &stream).map_err(|x| e(&x))?;
         let mut out = gpu.alloc::<Scalar>(128).map_err(|x| e(&x))?;
-        out.upload_async(0, &vec![-Scalar::ONE; 128], &stream).map_err(|x| e(&x))?;
+        out.upload(0, &vec![-Scalar::ONE; 128], &stream).map_err(|x| e(&x))?;
         abc.product_device(&d, 1, &z, &mut out, &stream).map_err(|x| e(&x))?;
         let mut host = vec![Scalar::ZERO; 128];
-        out.download_async(0, &mut host, &stream).map_err(|x| e(&x))?;
+        out.download(0, &mut host, &stream).map_err(|x| e(&x))?;
         stream.synchronize().map_err(|x| e(&x))?;
         let ok = host[..100] == want.1[..] && host[100..].iter().all(|x| bool::from(x.is_zero()));
         r.check("abc B·z into a 128-element domain vector: products, then zeros".into(), ok);
@@ -162,7 +162,7 @@ fn streamed_products(
         if pinned { PinnedChunks::new(gpu, chunks).map_err(|x| e(&x))? } else { PinnedChunks::unregistered(chunks) };
     let (copy, stream) = (gpu.stream().map_err(|x| e(&x))?, gpu.stream().map_err(|x| e(&x))?);
     let mut dz = gpu.alloc::<Scalar>(z.len().max(1)).map_err(|x| e(&x))?;
-    dz.upload_async(0, z, &stream).map_err(|x| e(&x))?;
+    dz.upload(0, z, &stream).map_err(|x| e(&x))?;
     let mut out = gpu.alloc::<Scalar>(out_len.max(1)).map_err(|x| e(&x))?;
     let memory = DeviceMemory::driver(gpu.clone());
     let mut s = abc.stream_matrices(&p, &memory, &copy).map_err(|x| e(&x))?;
@@ -170,12 +170,12 @@ fn streamed_products(
     let mut result = Vec::new();
     let mut ms = [0f32; 3];
     for (which, t) in ms.iter_mut().enumerate() {
-        out.upload_async(0, &vec![-Scalar::ONE; out_len], &stream).map_err(|x| e(&x))?;
+        out.upload(0, &vec![-Scalar::ONE; out_len], &stream).map_err(|x| e(&x))?;
         start.record(&stream).map_err(|x| e(&x))?;
         s.product(which, &dz, &mut out, &copy, &stream).map_err(|x| e(&x))?;
         end.record(&stream).map_err(|x| e(&x))?;
         let mut back = vec![Scalar::ZERO; out_len];
-        out.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
+        out.download(0, &mut back, &stream).map_err(|x| e(&x))?;
         stream.synchronize().map_err(|x| e(&x))?;
         *t = end.elapsed_ms(&start).map_err(|x| e(&x))?;
         result.push(back);
@@ -254,7 +254,7 @@ fn satisfaction_on_random_vectors(
             let mut dev = Vec::new();
             for v in [&a, &b, &c] {
                 let mut d = gpu.alloc::<Scalar>(n).map_err(|x| e(&x))?;
-                d.upload_async(0, v, &stream).map_err(|x| e(&x))?;
+                d.upload(0, v, &stream).map_err(|x| e(&x))?;
                 dev.push(d);
             }
             stream.synchronize().map_err(|x| e(&x))?;
@@ -300,10 +300,10 @@ fn compact_witness_on_random_vectors(
         let offset = 7;
         let sentinel = Scalar::from(12345u64);
         let mut z = gpu.alloc::<Scalar>(offset + n + 3).map_err(|x| e(&x))?;
-        z.upload_async(0, &vec![sentinel; offset + n + 3], &stream).map_err(|x| e(&x))?;
+        z.upload(0, &vec![sentinel; offset + n + 3], &stream).map_err(|x| e(&x))?;
         abc.expand_witness(&w, &mut z, offset, &DeviceMemory::driver(gpu.clone()), &stream).map_err(|x| e(&x))?;
         let mut back = vec![Scalar::ZERO; offset + n + 3];
-        z.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
+        z.download(0, &mut back, &stream).map_err(|x| e(&x))?;
         stream.synchronize().map_err(|x| e(&x))?;
         let untouched = back[..offset].iter().chain(&back[offset + n..]).all(|x| *x == sentinel);
         r.check(
@@ -339,7 +339,7 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     let n = m.constraints();
     let mut z = gpu.alloc::<Scalar>(m.inputs + m.aux).map_err(|x| e(&x))?;
     let zv: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
-    z.upload_async(0, &zv, &stream).map_err(|x| e(&x))?;
+    z.upload(0, &zv, &stream).map_err(|x| e(&x))?;
     stream.synchronize().map_err(|x| e(&x))?;
     drop(zv);
     let domain = n.next_power_of_two();
@@ -357,7 +357,7 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
             ms[which] = end.elapsed_ms(&start).map_err(|x| e(&x))?;
         }
         let mut back = vec![Scalar::ZERO; n];
-        out.download_async(0, &mut back, &stream).map_err(|x| e(&x))?;
+        out.download(0, &mut back, &stream).map_err(|x| e(&x))?;
         stream.synchronize().map_err(|x| e(&x))?;
         same &= back == *want;
     }
@@ -394,12 +394,12 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     let (c_inputs, compact) = instance.synthesize_compact_witness(0).map_err(|x| e(&x))?;
     let t_compact = t.elapsed();
     let mut z2 = gpu.alloc::<Scalar>(m.inputs + m.aux).map_err(|x| e(&x))?;
-    z2.upload_async(0, &c_inputs, &stream).map_err(|x| e(&x))?;
+    z2.upload(0, &c_inputs, &stream).map_err(|x| e(&x))?;
     let t = Instant::now();
     abc.expand_witness(&compact, &mut z2, m.inputs, &DeviceMemory::driver(gpu.clone()), &stream).map_err(|x| e(&x))?;
     let t_expand = t.elapsed();
     let mut back = vec![Scalar::ZERO; m.aux];
-    z2.download_async(m.inputs, &mut back, &stream).map_err(|x| e(&x))?;
+    z2.download(m.inputs, &mut back, &stream).map_err(|x| e(&x))?;
     stream.synchronize().map_err(|x| e(&x))?;
     r.check(
         format!(

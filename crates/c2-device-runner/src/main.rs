@@ -282,7 +282,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], peer_max: u32, r: &mut Report) -> Result<(
         let n = 1usize << log_n;
         let host = random_vec(n, 100 + log_n as u64);
         let mut x = g.alloc::<Scalar>(n).map_err(e)?;
-        x.upload_async(0, &host, &stream).map_err(e)?;
+        x.upload(0, &host, &stream).map_err(e)?;
         stream.synchronize().map_err(e)?;
         // Kernel-only: data resident and transformed in place again and
         // again (the cost does not depend on the values), CUDA events,
@@ -336,7 +336,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], peer_max: u32, r: &mut Report) -> Result<(
         let mut orig = Vec::new();
         for v in [&a, &b, &c] {
             let mut d = g.alloc::<Scalar>(n).map_err(e)?;
-            d.upload_async(0, v, &stream).map_err(e)?;
+            d.upload(0, v, &stream).map_err(e)?;
             orig.push(d);
         }
         let mut work: Vec<_> = (0..3).map(|_| g.alloc::<Scalar>(n)).collect::<Result<_, _>>().map_err(e)?;
@@ -359,7 +359,7 @@ fn bench(gpu: &GpuNtt, sizes: &[u32], peer_max: u32, r: &mut Report) -> Result<(
         // The three-vector device sequence against the host-level
         // (two-vector) one and bellperson's path below.
         let mut resident_h = vec![Scalar::ZERO; n - 1];
-        work[0].download_async(0, &mut resident_h, &stream).map_err(e)?;
+        work[0].download(0, &mut resident_h, &stream).map_err(e)?;
         stream.synchronize().map_err(e)?;
         drop((orig, work));
         let mut ts = Vec::new();

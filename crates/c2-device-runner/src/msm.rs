@@ -313,9 +313,9 @@ where
     let canon: Vec<[u64; 4]> = s.iter().map(canonical).collect();
     let mut d_s = gpu.alloc::<[u64; 4]>(n).map_err(|e| e.to_string())?;
     let stream = gpu.stream().map_err(|e| e.to_string())?;
-    d_s.upload_async(0, &canon, &stream).map_err(|e| e.to_string())?;
+    d_s.upload(0, &canon, &stream).map_err(|e| e.to_string())?;
     let mut d_b = gpu.alloc::<C::Affine>(n).map_err(|e| e.to_string())?;
-    d_b.upload_async(0, &all[..n], &stream).map_err(|e| e.to_string())?;
+    d_b.upload(0, &all[..n], &stream).map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())?;
     let got = m.msm_device::<C>(&d_b, DeviceScalars::canonical(&d_s), None).map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} device-resident, canonical scalars", C::PREFIX), got == want);
@@ -329,7 +329,7 @@ where
     let d_sp = upload_canonical(gpu, &sp)?;
     let first = 7;
     let mut d_bm = gpu.alloc::<C::Affine>(first + mask.count_ones()).map_err(|e| e.to_string())?;
-    d_bm.upload_async(first, &all[..mask.count_ones()], &stream).map_err(|e| e.to_string())?;
+    d_bm.upload(first, &all[..mask.count_ones()], &stream).map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())?;
     let d_mask = mr.upload_density(&mask).map_err(|e| e.to_string())?;
     let got = mr
@@ -380,7 +380,7 @@ where
         let sc = scalars(bases.len(), mix, 23);
         let want = C::cpu(bases, &sc, None);
         let mut d = gpu.alloc::<C::Affine>(bases.len()).map_err(|e| e.to_string())?;
-        d.upload_async(0, bases, &stream).map_err(|e| e.to_string())?;
+        d.upload(0, bases, &stream).map_err(|e| e.to_string())?;
         stream.synchronize().map_err(|e| e.to_string())?;
         let d_c = upload_canonical(gpu, &sc)?;
         for (c, k) in [(16u32, 3u32), (10, 9)] {
@@ -406,7 +406,7 @@ fn upload_canonical(gpu: &Arc<Gpu>, s: &[Scalar]) -> Result<DeviceBuffer<[u64; 4
     let canon: Vec<[u64; 4]> = s.iter().map(canonical).collect();
     let mut d = gpu.alloc::<[u64; 4]>(s.len()).map_err(|e| e.to_string())?;
     let stream = gpu.stream().map_err(|e| e.to_string())?;
-    d.upload_async(0, &canon, &stream).map_err(|e| e.to_string())?;
+    d.upload(0, &canon, &stream).map_err(|e| e.to_string())?;
     stream.synchronize().map_err(|e| e.to_string())?;
     Ok(d)
 }
@@ -540,8 +540,11 @@ where
             let pb = PinnedRange::new(gpu, &mut bases).map_err(e)?;
             let ps = PinnedRange::new(gpu, &mut s).map_err(e)?;
             t0.record(&stream).map_err(e)?;
-            d_b.upload_async(0, &pb[..], &stream).map_err(e)?;
-            d_s.upload_async(0, &ps[..], &stream).map_err(e)?;
+            // SAFETY: page-locked ranges, alive and untouched until the
+            // stream is synchronised three lines below.
+            unsafe { d_b.upload_async(0, &pb[..], &stream) }.map_err(e)?;
+            // SAFETY: as above.
+            unsafe { d_s.upload_async(0, &ps[..], &stream) }.map_err(e)?;
             t1.record(&stream).map_err(e)?;
             stream.synchronize().map_err(e)?;
             t1.elapsed_ms(&t0).map_err(e)? as f64
@@ -802,8 +805,8 @@ where
         let n = 1usize << log_n;
         let (bases, s) = (tiled(&pool, n), scalars(n, Mix::Random, 77 + log_n as u64));
         let (mut d_b, mut d_s) = (gpu.alloc::<C::Affine>(n).map_err(e)?, gpu.alloc::<Scalar>(n).map_err(e)?);
-        d_b.upload_async(0, &bases, &stream).map_err(e)?;
-        d_s.upload_async(0, &s, &stream).map_err(e)?;
+        d_b.upload(0, &bases, &stream).map_err(e)?;
+        d_s.upload(0, &s, &stream).map_err(e)?;
         stream.synchronize().map_err(e)?;
         let xyzz = GpuMsmConfig { bucket_sum: Some(BucketSum::Xyzz), stage_timing: true, ..Default::default() };
         let want = GpuMsm::with_config(gpu.clone(), xyzz.clone())

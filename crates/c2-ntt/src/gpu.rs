@@ -189,9 +189,8 @@ impl GpuNtt {
 
     fn upload_small(&self, v: &[Scalar], stream: &Stream) -> Result<DeviceBuffer<Scalar>, GpuError> {
         let mut b = self.memory.alloc::<Scalar>(v.len())?;
-        b.upload_async(0, v, stream)?;
-        // Small pageable copies: wait so `v` may be dropped.
-        stream.synchronize()?;
+        // Waits for the copy, so `v` may be dropped.
+        b.upload(0, v, stream)?;
         Ok(b)
     }
 

@@ -97,33 +97,16 @@ fn usage() -> ! {
 /// taken and the bytes left free.
 #[cfg(any(feature = "bellperson-cuda", feature = "supraseal"))]
 fn ballast(free_gib: usize) -> Result<(usize, usize), String> {
-    use cuda_driver_sys as sys;
-    let check = |what: &str, r: sys::CUresult| {
-        if r == sys::CUresult::CUDA_SUCCESS {
-            Ok(())
-        } else {
-            Err(format!("{what}: {r:?}"))
-        }
-    };
-    // SAFETY: plain driver calls with valid out-pointers; the context and
-    // the allocation are deliberately never released (the process ends).
-    unsafe {
-        check("cuInit", sys::cuInit(0))?;
-        let mut device = 0;
-        check("cuDeviceGet", sys::cuDeviceGet(&mut device, 0))?;
-        let mut ctx = std::ptr::null_mut();
-        check("cuDevicePrimaryCtxRetain", sys::cuDevicePrimaryCtxRetain(&mut ctx, device))?;
-        check("cuCtxSetCurrent", sys::cuCtxSetCurrent(ctx))?;
-        let (mut free, mut total) = (0usize, 0usize);
-        check("cuMemGetInfo", sys::cuMemGetInfo_v2(&mut free, &mut total))?;
-        let take = free.saturating_sub(free_gib << 30);
-        if take > 0 {
-            let mut ptr = 0;
-            check("cuMemAlloc", sys::cuMemAlloc_v2(&mut ptr, take))?;
-        }
-        check("cuMemGetInfo", sys::cuMemGetInfo_v2(&mut free, &mut total))?;
-        Ok((take, free))
+    let gpu = c2_cuda::Gpu::open(0).map_err(|e| e.to_string())?;
+    let (free, _) = gpu.memory().map_err(|e| e.to_string())?;
+    let take = free.saturating_sub(free_gib << 30);
+    if take > 0 {
+        // Held until the process exits: never dropped.
+        std::mem::forget(gpu.alloc::<u8>(take).map_err(|e| e.to_string())?);
     }
+    let (free, _) = gpu.memory().map_err(|e| e.to_string())?;
+    std::mem::forget(gpu);
+    Ok((take, free))
 }
 
 #[cfg(not(any(feature = "bellperson-cuda", feature = "supraseal")))]

@@ -52,7 +52,7 @@ impl GpuCurveCheck {
         let stream = self.gpu.stream()?;
         let upload = |v: &[A]| -> Result<DeviceBuffer<A>, GpuError> {
             let mut d = self.gpu.alloc::<A>(v.len())?;
-            d.upload_async(0, v, &stream)?;
+            d.upload(0, v, &stream)?;
             Ok(d)
         };
         let (da, db) = (upload(a)?, upload(b)?);
@@ -62,7 +62,7 @@ impl GpuCurveCheck {
         // SAFETY: the kernel reads n points from a and b and writes 4n to out.
         unsafe { k.launch(&stream, Launch::new(n.div_ceil(64) as u32, 64), args) }?;
         let mut host = vec![A::identity(); 4 * n];
-        out.download_async(0, &mut host, &stream)?;
+        out.download(0, &mut host, &stream)?;
         stream.synchronize()?;
         drop((da, db, out));
         Ok(host.chunks_exact(4).map(|c| [c[0], c[1], c[2], c[3]]).collect())

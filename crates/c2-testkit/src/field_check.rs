@@ -265,7 +265,7 @@ impl GpuFieldCheck {
     fn upload<T: DeviceCopy>(&self, v: &[T]) -> Result<DeviceBuffer<T>, GpuError> {
         let stream = self.gpu.stream()?;
         let mut d = self.gpu.alloc::<T>(v.len())?;
-        d.upload_async(0, v, &stream)?;
+        d.upload(0, v, &stream)?;
         stream.synchronize()?;
         Ok(d)
     }
@@ -289,7 +289,7 @@ impl GpuFieldCheck {
         unsafe { k.launch(&stream, launch, args) }?;
         stop.record(&stream)?;
         let mut host = vec![T::default(); len];
-        out.download_async(0, &mut host, &stream)?;
+        out.download(0, &mut host, &stream)?;
         stream.synchronize()?;
         let ms = f64::from(stop.elapsed_ms(&start)?);
         Ok(Timed { out: host, ms })

@@ -4,12 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use c2_cuda::{DeviceArena, DeviceMemory, Gpu, GpuError};
+use c2_cuda::{DeviceArena, DeviceMemory, DriverError, Gpu, GpuError};
 
 use crate::{SharedBudget, VramConfig, VramError};
-
-/// CUDA_ERROR_OUT_OF_MEMORY.
-const OUT_OF_MEMORY: i32 = 2;
 
 /// One device's reservation. No driver allocation (and no implicit device
 /// synchronisation) happens after [`VramPool::new`]: every buffer of the
@@ -53,7 +50,7 @@ impl VramPool {
             let ranges = SharedBudget::new(budget)?;
             match gpu.alloc::<u8>(ranges.budget()) {
                 Ok(slab) => break (slab, ranges),
-                Err(GpuError::Driver { code: OUT_OF_MEMORY, .. }) if tries < 4 => {
+                Err(GpuError::Driver { error: DriverError::OutOfMemory, .. }) if tries < 4 => {
                     tries += 1;
                     budget -= budget / 20;
                 }
@@ -104,7 +101,9 @@ impl VramPool {
     }
 }
 
-impl DeviceArena for VramPool {
+// SAFETY: ranges of the slab allocated on `gpu` in `new` (kept alive by each
+// lease's `_backing`), handed out by `ranges` to one lease at a time.
+unsafe impl DeviceArena for VramPool {
     fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
     }

@@ -224,10 +224,12 @@ mod tests {
             let source = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<GpuError>());
             assert_eq!(source, Some(&oob));
         }
-        let driver_oom =
-            Error::gpu("MSM", GpuError::Driver { op: "cuMemAlloc", code: 2, name: "CUDA_ERROR_OUT_OF_MEMORY".into() });
+        let driver_oom = Error::gpu(
+            "MSM",
+            GpuError::Driver { op: "cuMemAlloc", error: c2_cuda::DriverError::OutOfMemory, kernel: None },
+        );
         assert!(driver_oom.is_device_out_of_memory());
-        let no_gpu = Error::gpu("backend", GpuError::NoDevice("no CUDA device".into()));
+        let no_gpu = Error::gpu("backend", GpuError::NoDevice(c2_cuda::NoGpu::NoDevices));
         assert!(no_gpu.gpu_error().is_some_and(GpuError::is_no_gpu) && !no_gpu.is_device_out_of_memory());
         // Not device errors: bad input stays its own variant.
         let mask = Error::from(c2_msm::MsmError::MaskLength { query: "A", mask: 1, scalars: 2 });

@@ -133,7 +133,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         config.devices.clone()
     };
     if ordinals.is_empty() {
-        return Err(backend_err(GpuError::NoDevice("no CUDA device".into())));
+        return Err(backend_err(GpuError::NoDevice(c2_cuda::NoGpu::NoDevices)));
     }
     let mut workers: Vec<Arc<dyn PartitionProver>> = Vec::new();
     let mut names = Vec::new();

@@ -52,7 +52,7 @@ pub use backend::{
 };
 pub use c1::{parse_c1_json, read_c1_json, C1Envelope, C1Input};
 pub use c2_core::{CompactWitness, Density, Synthesized};
-pub use c2_cuda::{GpuError, OutOfBudget};
+pub use c2_cuda::{DriverError, GpuError, NoGpu, OutOfBudget};
 pub use c2_msm::Msm;
 pub use c2_ntt::Ntt;
 pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, PipelineConfig};

@@ -296,7 +296,9 @@ impl GpuMsm {
         let s = &streams.compute;
         let w = mask.as_words();
         let mut words = self.memory.alloc::<u64>(w.len()).map_err(gpu_err)?;
-        words.upload_async(0, w, s).map_err(gpu_err)?;
+        // SAFETY: `w` is the mask's own pageable vector (nothing registers
+        // masks), which the driver stages before returning.
+        unsafe { words.upload_async(0, w, s) }.map_err(gpu_err)?;
         let mut ranks = self.memory.alloc::<u32>(w.len() + 1).map_err(gpu_err)?;
         ranks.zero_async(0, w.len() + 1, s).map_err(gpu_err)?;
         // SAFETY: reads w.len() words, writes as many ranks.
@@ -367,8 +369,7 @@ impl GpuMsm {
     pub fn upload_scalars(&self, scalars: &[Scalar]) -> Result<DeviceBuffer<Scalar>, MsmError> {
         let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let mut d = self.memory.alloc::<Scalar>(scalars.len()).map_err(gpu_err)?;
-        d.upload_async(0, scalars, &streams.compute).map_err(gpu_err)?;
-        streams.compute.synchronize().map_err(gpu_err)?;
+        d.upload(0, scalars, &streams.compute).map_err(gpu_err)?;
         Ok(d)
     }
 }

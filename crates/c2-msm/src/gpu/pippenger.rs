@@ -288,7 +288,7 @@ impl GpuMsm {
         .map_err(e)?;
         clock.mark("split", s)?;
         let mut count = [0u32; 2];
-        counters.download_async(0, &mut count, s).map_err(e)?;
+        counters.download(0, &mut count, s).map_err(e)?;
         s.synchronize().map_err(e)?;
         let (m, ones) = (count[0] as usize, count[1] as usize);
 
@@ -428,7 +428,7 @@ impl GpuMsm {
         .map_err(gpu_err)?;
         let mut host = vec![C::Affine::identity(); points];
         clock.mark("affine", s)?;
-        aff.download_async(0, &mut host, s).map_err(gpu_err)?;
+        aff.download(0, &mut host, s).map_err(gpu_err)?;
         s.synchronize().map_err(gpu_err)?;
         Ok(host)
     }

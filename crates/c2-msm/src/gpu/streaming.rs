@@ -89,9 +89,11 @@ impl GpuMsm {
             let buf = slot.get::<C::Affine>((memory, stager.stream()), chunk).map_err(gpu_err)?;
             stager.stream().wait(&streams_ref.free[k % 2]).map_err(gpu_err)?;
             if pinned {
-                // The DMA engine reads the pinned vector directly; it stays
-                // borrowed until the copy stream is synchronised below.
-                buf.upload_async(0, &bases[lo..hi], stager.stream()).map_err(gpu_err)?;
+                // SAFETY: the DMA engine reads the pinned vector directly
+                // after this returns; `bases` stays borrowed (and so
+                // registered and unchanged) until the copy stream is
+                // synchronised below, on every path out of this function.
+                unsafe { buf.upload_async(0, &bases[lo..hi], stager.stream()) }.map_err(gpu_err)?;
             } else {
                 stager.upload(buf, 0, &bases[lo..hi]).map_err(gpu_err)?;
             }
