@@ -11,7 +11,7 @@
  * Every entry point returns the current answer (100, CUDA_ERROR_NO_DEVICE,
  * until told otherwise), except those named in the "succeed" list, which
  * return 0 and write plausible outputs. `c2_stub_answer(code, "cuInit,...")`
- * sets both. The entry points c2-cuda calls are defined with cuda.h's
+ * sets both; `c2_stub_calls()` lists the calls made so far. The entry points c2-cuda calls are defined with cuda.h's
  * signatures; the rest (the names cuda-driver-sys 0.3 declares, for linking)
  * take no arguments and only return the answer. */
 #include <stddef.h>
@@ -30,8 +30,28 @@ void c2_stub_answer(int code, const char *ok) {
     snprintf(succeed, sizeof succeed, ",%s,", ok ? ok : "");
 }
 
+/* Every call of a defined entry point, in order, each name followed by a
+ * comma (a test reads it to see what happened in which order). Appended
+ * without locks: space is claimed atomically, so concurrent callers never
+ * write past the end (their names may interleave). */
+static char calls[1 << 16];
+static size_t used;
+
+const char *c2_stub_calls(void) { return calls; }
+void c2_stub_clear_calls(void) { memset(calls, 0, sizeof calls); used = 0; }
+
+static void note(const char *name) {
+    size_t n = strlen(name) + 1;
+    size_t at = __atomic_fetch_add(&used, n, __ATOMIC_RELAXED);
+    if (at + n < sizeof calls) {
+        memcpy(calls + at, name, n - 1);
+        calls[at + n - 1] = ',';
+    }
+}
+
 static int result(const char *name) {
     char key[128];
+    note(name);
     snprintf(key, sizeof key, ",%s,", name);
     return strstr(succeed, key) ? 0 : answer;
 }

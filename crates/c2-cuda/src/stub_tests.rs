@@ -19,6 +19,8 @@ struct Stub {
     path: PathBuf,
     driver: Arc<Driver>,
     answer: unsafe extern "C" fn(c_int, *const c_char),
+    calls: unsafe extern "C" fn() -> *const c_char,
+    clear: unsafe extern "C" fn(),
     _library: libloading::Library,
 }
 
@@ -41,14 +43,17 @@ impl Stub {
         assert!(status.success(), "{cc} failed on {}", source.display());
         let driver = Driver::load(path.to_str().unwrap()).expect("the stub has every entry point");
         // SAFETY: the same library the driver table was resolved from (the
-        // loader hands back the loaded copy); the setter's C signature is
-        // `void c2_stub_answer(int, const char *)`.
-        let (library, answer) = unsafe {
+        // loader hands back the loaded copy); the C signatures are
+        // `void c2_stub_answer(int, const char *)`, `const char
+        // *c2_stub_calls(void)` and `void c2_stub_clear_calls(void)`.
+        let (library, answer, calls, clear) = unsafe {
             let library = libloading::Library::new(&path).unwrap();
             let answer = *library.get::<unsafe extern "C" fn(c_int, *const c_char)>(b"c2_stub_answer\0").unwrap();
-            (library, answer)
+            let calls = *library.get::<unsafe extern "C" fn() -> *const c_char>(b"c2_stub_calls\0").unwrap();
+            let clear = *library.get::<unsafe extern "C" fn()>(b"c2_stub_clear_calls\0").unwrap();
+            (library, answer, calls, clear)
         };
-        Stub { path, driver, answer, _library: library }
+        Stub { path, driver, answer, calls, clear, _library: library }
     }
 
     /// Every call returns `code`, except the entry points in `ok`.
@@ -57,6 +62,22 @@ impl Stub {
         // SAFETY: a NUL-terminated list the stub copies; called between
         // driver calls on this thread only.
         unsafe { (self.answer)(code, ok.as_ptr()) }
+    }
+}
+
+impl Stub {
+    /// The driver calls since the last [`Stub::clear`], in order, leaving
+    /// out `cuCtxSetCurrent` (every call binds first).
+    fn calls(&self) -> Vec<String> {
+        // SAFETY: the stub's log is a NUL-terminated static buffer, read on
+        // this thread while no driver call runs.
+        let log = unsafe { std::ffi::CStr::from_ptr((self.calls)()) }.to_string_lossy().into_owned();
+        log.split(',').filter(|c| !c.is_empty() && *c != "cuCtxSetCurrent").map(str::to_string).collect()
+    }
+
+    fn clear(&self) {
+        // SAFETY: no driver call runs on another thread of this test.
+        unsafe { (self.clear)() }
     }
 }
 
@@ -191,4 +212,52 @@ fn copies_and_fills_through_the_stub_land_where_asked() {
     assert_eq!(e.driver_error(), Some(DriverError::IllegalAddress));
     stub.answer(0, &[]);
     drop((a, b, stream, gpu));
+}
+
+/// A device buffer's memory goes back only after the copies queued on it
+/// have finished: its drop waits for its event on each stream that used it
+/// before `cuMemFree`, and a buffer whose wait fails is leaked, never freed
+/// (the device may still write it). A kernel holds its module and the
+/// module its context: both outlive the `Gpu`, and go in that order.
+#[test]
+fn buffers_wait_for_their_copies_and_kernels_keep_their_module() {
+    let stub = Stub::build("order");
+    stub.answer(0, &[]);
+    let gpu = Gpu::open_with(stub.driver.clone(), 0).unwrap();
+    let (s1, s2) = (gpu.stream().unwrap(), gpu.stream().unwrap());
+    let mut a = gpu.alloc::<u64>(4).unwrap();
+    let b = gpu.alloc::<u64>(4).unwrap();
+    // SAFETY: a pageable array (the driver stages it before returning).
+    unsafe { a.upload_async(0, &[1, 2, 3, 4], &s1) }.unwrap();
+    a.copy_range_from_async(0, &b, 0, 4, &s2).unwrap();
+    stub.clear();
+    drop(a);
+    let wait_then_free =
+        ["cuEventSynchronize", "cuEventSynchronize", "cuMemFree_v2", "cuEventDestroy_v2", "cuEventDestroy_v2"];
+    assert_eq!(stub.calls(), wait_then_free);
+    stub.clear();
+    drop(b);
+    assert_eq!(stub.calls(), ["cuEventSynchronize", "cuMemFree_v2", "cuEventDestroy_v2"]);
+
+    // The device fails while a copy may still run: the memory is leaked.
+    let mut c = gpu.alloc::<u64>(4).unwrap();
+    c.zero_async(0, 4, &s1).unwrap();
+    let all_but_waits = ["cuCtxSetCurrent", "cuMemFree_v2", "cuEventDestroy_v2", "cuStreamDestroy_v2"];
+    stub.answer(700, &all_but_waits);
+    stub.clear();
+    drop(c);
+    assert_eq!(stub.calls(), ["cuEventSynchronize", "cuEventDestroy_v2"]);
+    stub.answer(0, &[]);
+
+    let module = gpu.load_module(b"not a fatbin").unwrap();
+    let kernel = Gpu::function(&module, "c2_stub_kernel").unwrap();
+    drop((module, s1, s2));
+    stub.clear();
+    drop(gpu);
+    assert_eq!(stub.calls(), Vec::<String>::new(), "the kernel still holds the module and the context");
+    kernel.set_max_dynamic_shared(100 << 10).unwrap();
+    assert_eq!(stub.calls(), ["cuFuncSetAttribute"]);
+    stub.clear();
+    drop(kernel);
+    assert_eq!(stub.calls(), ["cuModuleUnload", "cuDevicePrimaryCtxRelease_v2"]);
 }
