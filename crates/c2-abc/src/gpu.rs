@@ -358,8 +358,8 @@ impl GpuAbc {
         // is one u64, initialised to n on the same stream.
         unsafe { self.unsatisfied.launch(stream, Launch::new(grid_for(n), THREADS), args) }?;
         let mut out = [0u64];
+        // Returns when the copy, after the kernel, is done.
         first.download(0, &mut out, stream)?;
-        stream.synchronize()?;
         Ok((out[0] < n as u64).then_some(out[0] as usize))
     }
 

@@ -288,8 +288,8 @@ impl GpuMsm {
         .map_err(e)?;
         clock.mark("split", s)?;
         let mut count = [0u32; 2];
+        // Returns when the copy (and so everything queued before it) is done.
         counters.download(0, &mut count, s).map_err(e)?;
-        s.synchronize().map_err(e)?;
         let (m, ones) = (count[0] as usize, count[1] as usize);
 
         // 2. Ones: tree sums of gathered bases, into this run's slot.
@@ -429,7 +429,6 @@ impl GpuMsm {
         let mut host = vec![C::Affine::identity(); points];
         clock.mark("affine", s)?;
         aff.download(0, &mut host, s).map_err(gpu_err)?;
-        s.synchronize().map_err(gpu_err)?;
         Ok(host)
     }
 
