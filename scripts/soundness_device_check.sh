@@ -8,8 +8,9 @@
 # checks: the quick suite (`--quick --skip-bench`) and the registered 2 KiB
 #         check (`--only registered --registered 2k`: random parameters for
 #         the real circuit, GPU proof == CPU proof, verified), new binary.
-# bench:  `--only msm --quick` (MSM checks and kernel figures), old, new,
-#         old, new: the same machine, the same run, side by side.
+# bench:  `--only msm --quick` with the new binary (MSM checks and kernel
+#         figures), then the figures alone (`--skip-checks`) old, new, old,
+#         new: the same machine, the same run, side by side.
 # Each command's log goes to OUT/<name>.log; OUT/summary.txt has one line
 # per command (exit status, seconds, the runner's last line).
 set -uo pipefail
@@ -32,10 +33,11 @@ checks)
     step registered "$new/c2-device-runner" --only registered --registered 2k
     ;;
 bench)
-    step msm-old-1 "$old/c2-device-runner" "${msm[@]}"
-    step msm-new-1 "$new/c2-device-runner" "${msm[@]}"
-    step msm-old-2 "$old/c2-device-runner" "${msm[@]}"
-    step msm-new-2 "$new/c2-device-runner" "${msm[@]}"
+    step msm-new-checked "$new/c2-device-runner" "${msm[@]}"
+    step msm-old-1 "$old/c2-device-runner" "${msm[@]}" --skip-checks
+    step msm-new-1 "$new/c2-device-runner" "${msm[@]}" --skip-checks
+    step msm-old-2 "$old/c2-device-runner" "${msm[@]}" --skip-checks
+    step msm-new-2 "$new/c2-device-runner" "${msm[@]}" --skip-checks
     ;;
 esac
 cat "$out/summary.txt"
