@@ -126,7 +126,7 @@ fn main() {
                 t.elapsed(),
                 params_dir.display()
             );
-            let partitions = porep_c2::PorepInstance::num_partitions(&instance);
+            let partitions = porep_c2::ProofInstance::num_partitions(&instance);
             let blinding = porep_c2::blinding_pairs(&config.randomness, partitions).unwrap_or_else(|e| fail(e));
             let (bytes, report) = prove_instance(&instance, &params, &blinding, &config).unwrap_or_else(|e| fail(e));
             (porep_c2::SealCommitPhase2Output { proof: bytes }, report)

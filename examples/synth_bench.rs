@@ -31,7 +31,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use c2_synth::{cc_sector, check_satisfied, CcSectorConfig, ConstraintMatrices, PorepInstance, Synthesized};
+use c2_synth::{cc_sector, check_satisfied, CcSectorConfig, ConstraintMatrices, ProofInstance, Synthesized};
 use c2_testkit::cli::fail;
 use filecoin_proofs_api::RegisteredSealProof;
 
@@ -161,7 +161,7 @@ fn main() {
 
 fn run_size(
     size: &str,
-    instance: &dyn PorepInstance,
+    instance: &dyn ProofInstance,
     k: usize,
     args: &Args,
     all_same: &mut bool,
@@ -266,7 +266,7 @@ fn run_size(
 /// the first call learns a challenge's size), compared.
 fn run_witness(
     size: &str,
-    instance: &dyn PorepInstance,
+    instance: &dyn ProofInstance,
     k: usize,
     args: &Args,
     all_same: &mut bool,

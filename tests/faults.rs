@@ -15,7 +15,7 @@ use common::SyntheticInstance;
 use ff::Field;
 use porep_c2::{
     prove_instance, prove_synthesized, Backend, Error, GpuError, HostStages, OutOfBudget, PartitionJob,
-    PartitionProver, PorepInstance, ProveTimings, ProverConfig, WorkerFences, Workers,
+    PartitionProver, ProofInstance, ProveTimings, ProverConfig, WorkerFences, Workers,
 };
 use rand::SeedableRng;
 

@@ -5,7 +5,7 @@ mod common;
 
 use bellperson::groth16::{create_proof_batch, generate_random_parameters, prepare_verifying_key, verify_proof, Proof};
 use blstrs::{Bls12, Scalar};
-use c2_synth::{synthesize, PorepInstance};
+use c2_synth::{synthesize, ProofInstance};
 use c2_testkit::demo;
 use common::*;
 use ff::Field;

@@ -94,7 +94,7 @@ impl SyntheticInstance {
     }
 }
 
-impl porep_c2::PorepInstance for SyntheticInstance {
+impl porep_c2::ProofInstance for SyntheticInstance {
     fn num_partitions(&self) -> usize {
         self.partitions
     }

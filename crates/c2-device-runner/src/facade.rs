@@ -14,7 +14,7 @@ use std::time::Instant;
 use c2_cuda::Gpu;
 use c2_testkit::demo;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::{blinding_pairs, prove_instance, Backend, PorepInstance, ProverConfig, Randomness, SynthesisPath};
+use porep_c2::{blinding_pairs, prove_instance, Backend, ProofInstance, ProverConfig, Randomness, SynthesisPath};
 
 use crate::Report;
 

@@ -17,7 +17,7 @@ use c2_testkit::synthetic::random_parameters_with_lengths;
 use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::{
-    prove_instance, HostBudget, MatrixStore, PipelineConfig, PorepInstance, ProofReport, ProverConfig, SynthesisPath,
+    prove_instance, HostBudget, MatrixStore, PipelineConfig, ProofInstance, ProofReport, ProverConfig, SynthesisPath,
 };
 
 use crate::Report;
@@ -25,11 +25,11 @@ use crate::Report;
 /// The first `n` partitions of a sector: a whole sector's work would take
 /// minutes per path.
 struct FirstPartitions {
-    inner: Arc<dyn PorepInstance>,
+    inner: Arc<dyn ProofInstance>,
     n: usize,
 }
 
-impl PorepInstance for FirstPartitions {
+impl ProofInstance for FirstPartitions {
     fn num_partitions(&self) -> usize {
         self.n.min(self.inner.num_partitions())
     }
@@ -112,7 +112,7 @@ pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let t = Instant::now();
     let s = cc_sector(rp, &CcSectorConfig::default()).map_err(|x| e(&x))?;
-    let whole: Arc<dyn PorepInstance> =
+    let whole: Arc<dyn ProofInstance> =
         Arc::from(c2_synth::instance_from_c1(&s.c1, s.prover_id, s.sector_id).map_err(|x| e(&x))?);
     whole.check_vanilla_proofs().map_err(|x| e(&x))?;
     let instance = FirstPartitions { inner: whole.clone(), n: partitions };
@@ -200,7 +200,7 @@ pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
 /// gather of the other bases (6 GB per vector at 32 GiB) or one DMA per run.
 /// A CC sector's data are zeros, so its witness may cluster zeros more than a
 /// sealed sector's.
-fn zero_blocks(instance: &dyn PorepInstance, a_density: &c2_synth::Density) -> Result<String, SynthError> {
+fn zero_blocks(instance: &dyn ProofInstance, a_density: &c2_synth::Density) -> Result<String, SynthError> {
     let (_, w) = instance.synthesize_compact_witness(0)?;
     let bits = w.bits();
     let mut nonzero: Vec<bool> = (0..w.len()).map(|i| (bits[i / 64] >> (i % 64)) & 1 == 1).collect();
@@ -236,7 +236,7 @@ fn zero_blocks(instance: &dyn PorepInstance, a_density: &c2_synth::Density) -> R
 fn capped(
     r: &mut Report,
     b: &RealBench,
-    instance: &dyn PorepInstance,
+    instance: &dyn ProofInstance,
     params: &bellperson::groth16::Parameters<blstrs::Bls12>,
     store: &Arc<MatrixStore>,
     pairs: &[(Scalar, Scalar)],
@@ -347,7 +347,7 @@ fn capped(
 fn throughput(
     r: &mut Report,
     b: &RealBench,
-    whole: &dyn PorepInstance,
+    whole: &dyn ProofInstance,
     params: &bellperson::groth16::Parameters<blstrs::Bls12>,
     store: &Arc<MatrixStore>,
     backend: &porep_c2::Backend,

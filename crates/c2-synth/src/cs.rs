@@ -137,14 +137,24 @@ impl ConstraintSystem<Scalar> for WitnessCs {
 
 /// `ConstraintSystem` for a witness-only system: `$t` has an `inputs`
 /// vector and `push_aux(value) -> index`; constraints are not evaluated
-/// and names are not kept. `new` where `$t: Default`.
+/// and names are not kept. `new` where `$t: Default`; `extend` where `$t`
+/// has `append_part` (a sub-system synthesized on its own, which starts
+/// with its own ONE input: FallbackPoSt's sector groups).
 macro_rules! witness_only_constraint_system {
-    ($t:ty $(, $new:ident)?) => {
+    ($t:ty $(, $new:ident)? $(; $append:ident)?) => {
         impl ConstraintSystem<Scalar> for $t {
             type Root = Self;
 
             $(fn $new() -> Self {
                 Self::default()
+            })?
+
+            $(fn is_extensible() -> bool {
+                true
+            }
+
+            fn extend(&mut self, other: &Self) {
+                self.$append(other)
             })?
 
             fn alloc<F, A, AR>(&mut self, _: A, f: F) -> Result<Variable, SynthesisError>
@@ -210,9 +220,15 @@ impl AssignmentCs {
         self.aux.push(value);
         self.aux.len() - 1
     }
+
+    /// Appends a sub-system's assignments, its ONE input left out.
+    fn append_part(&mut self, other: &Self) {
+        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.aux.extend_from_slice(&other.aux);
+    }
 }
 
-witness_only_constraint_system!(AssignmentCs, new);
+witness_only_constraint_system!(AssignmentCs, new; append_part);
 
 /// A witness-only constraint system that writes its aux assignments into a
 /// slice of known length: a challenge's place in its partition's aux
@@ -297,9 +313,15 @@ impl CompactCs {
         self.aux.push(&value);
         self.aux.len() - 1
     }
+
+    /// Appends a sub-system's assignments, its ONE input left out.
+    fn append_part(&mut self, other: &Self) {
+        self.inputs.extend_from_slice(other.inputs.get(1..).unwrap_or(&[]));
+        self.aux.append(&other.aux);
+    }
 }
 
-witness_only_constraint_system!(CompactCs, new);
+witness_only_constraint_system!(CompactCs, new; append_part);
 
 impl crate::native::BitSink for AssignmentCs {
     #[inline]
@@ -323,6 +345,17 @@ pub fn synthesize<C: Circuit<Scalar>>(circuit: C) -> Result<Synthesized, Synthes
         cs.enforce(|| "input binding", |lc| lc + Variable::new_unchecked(Index::Input(i)), |lc| lc, |lc| lc);
     }
     Ok(cs.into_synthesized())
+}
+
+/// Runs `circuit` on the witness-only system `cs` after allocating the ONE
+/// input: the (inputs, aux) that [`synthesize`] records, ONE first.
+pub(crate) fn witness_of<C: Circuit<Scalar>, CS: ConstraintSystem<Scalar>>(
+    circuit: C,
+    mut cs: CS,
+) -> Result<CS, SynthesisError> {
+    cs.alloc_input(|| "one", || Ok(Scalar::ONE))?;
+    circuit.synthesize(&mut cs)?;
+    Ok(cs)
 }
 
 #[cfg(test)]

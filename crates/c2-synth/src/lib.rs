@@ -7,7 +7,7 @@
 //!   density masks. It is bit-identical to bellperson 0.27's private
 //!   `ProvingAssignment`, including the `x · 0 = 0` constraint appended per
 //!   public input.
-//! - [`PorepInstance`] is one sealed sector's C1 output with its typed context:
+//! - [`ProofInstance`] is one sealed sector's C1 output with its typed context:
 //!   it builds partition `k`'s StackedDrg circuit exactly as
 //!   `filecoin_proofs::seal_commit_phase2` does (through storage-proofs-porep's
 //!   `StackedCompound::circuit`), and gives the public inputs a verifier uses.
@@ -18,16 +18,20 @@
 mod cc_sector;
 mod check;
 mod cs;
+mod instance;
 mod matrices;
 mod native;
 mod porep;
+mod post;
 
 pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
 pub use check::{check_satisfied, first_unsatisfied};
 pub use cs::{synthesize, AssignmentCs, CompactCs, WitnessCs};
+pub use instance::{synthesize_partitions, ProofInstance, SynthConfig};
 pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, SparseMatrix};
-pub use porep::{instance_from_c1, synthesize_partitions, PorepInstance, StackedInstance, SynthConfig};
+pub use porep::{instance_from_c1, StackedInstance};
+pub use post::{post_instance, FallbackPoStInstance, PoStInputError, PoStKind};
 
 /// Errors of the synthesis stage; each names what was wrong with the input.
 #[derive(Debug, thiserror::Error)]
@@ -61,6 +65,9 @@ pub enum SynthError {
     /// ticket and comm_d: the proof would never verify for them.
     #[error("C1 replica_id does not match prover id, sector id, ticket and comm_d (wrong sector or prover id?)")]
     ReplicaIdMismatch,
+    /// A PoSt request's input is malformed or does not verify.
+    #[error("PoSt input: {0}")]
+    PoSt(#[from] PoStInputError),
     /// The vanilla proofs do not verify against the C1's commitments.
     #[error("C1 vanilla proofs do not verify against comm_r/comm_d/seed (tampered or corrupt C1)")]
     InvalidVanillaProofs,

@@ -15,7 +15,7 @@
 //! On disk (`write` / `read`): a small header, the coefficients, the three
 //! matrices, and a SHA-256 of everything before it; `read` refuses a file
 //! whose checksum or sizes do not match ([`MatrixError`]), and
-//! `PorepInstance::load_or_record_matrices` then records them again.
+//! `ProofInstance::load_or_record_matrices` then records them again.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -265,7 +265,7 @@ impl ColumnShift {
 impl ConstraintMatrices {
     /// Joins the recordings of a circuit's challenge parts, each of which
     /// recorded the ONE input, the shared `prefix`, then one challenge (as
-    /// `PorepInstance::synthesize_partition` joins values): rows, inputs and
+    /// `ProofInstance::synthesize_partition` joins values): rows, inputs and
     /// aux of the parts appended in order, prefix variables shared, the
     /// coefficients of all parts deduplicated into one table, then
     /// bellperson's `input · 0 = 0` rows. The same matrices as recording the

@@ -1,7 +1,5 @@
 //! One sector's C2 work: the C1 output with its typed StackedDrg context.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
 use filecoin_hashers::{Domain, Hasher};
@@ -24,126 +22,15 @@ use storage_proofs_core::{
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
 use crate::cs::SliceCs;
+use crate::instance::no_panic;
 use crate::matrices::MatrixCs;
 use crate::native::stacked as native;
 use crate::{
-    synthesize, AssignmentCs, CompactCs, CompactWitness, ConstraintMatrices, Density, MatrixError, SynthError,
-    Synthesized, WitnessCs,
+    synthesize, AssignmentCs, CompactCs, CompactWitness, ConstraintMatrices, Density, MatrixError, ProofInstance,
+    SynthError, Synthesized, WitnessCs,
 };
 use bellperson::ConstraintSystem;
 use ff::Field;
-
-/// How synthesis runs.
-#[derive(Clone, Debug)]
-pub struct SynthConfig {
-    /// Partitions synthesized at the same time. Each 32 GiB partition holds
-    /// ~130 M constraints (~20 GB of a/b/c/aux), so this is a memory bound as
-    /// much as a CPU one. Default: 2.
-    pub max_parallel: usize,
-}
-
-impl Default for SynthConfig {
-    fn default() -> Self {
-        Self { max_parallel: 2 }
-    }
-}
-
-/// One sector's proof instance: everything needed to build and check the
-/// per-partition circuits. Object-safe, so the scheduler and the facade need
-/// not know the sector's Merkle tree shape.
-pub trait PorepInstance: Send + Sync {
-    /// Number of partitions (one Groth16 proof each).
-    fn num_partitions(&self) -> usize;
-
-    /// Sector size in bytes (for messages and reports).
-    fn sector_size(&self) -> u64;
-
-    /// The parameter set's identifier as filecoin-proofs names its cache
-    /// files (`v28-<id>.params`), e.g.
-    /// `stacked-proof-of-replication-merkletree-poseidon_hasher-8-0-0-sha256_hasher-<hash>`.
-    fn parameter_id(&self) -> &str;
-
-    /// Verifies the vanilla proofs against the public inputs (cheap, and it
-    /// catches a tampered or mismatched C1 before any heavy work).
-    fn check_vanilla_proofs(&self) -> Result<(), SynthError>;
-
-    /// Builds partition `k`'s circuit and synthesizes it (the challenges of
-    /// a StackedDrg partition concurrently: the same result as
-    /// [`PorepInstance::synthesize_partition_sequential`], bit for bit).
-    fn synthesize_partition(&self, k: usize) -> Result<Synthesized, SynthError>;
-
-    /// The reference path: partition `k`'s circuit synthesized in one pass,
-    /// as bellperson's prover does.
-    fn synthesize_partition_sequential(&self, k: usize) -> Result<Synthesized, SynthError> {
-        self.synthesize_partition(k)
-    }
-
-    /// Partition `k`'s witness alone, (inputs, aux), ONE first: the
-    /// assignments [`PorepInstance::synthesize_partition`] records, without
-    /// evaluating a single constraint (challenges concurrently and the
-    /// SHA-256 hashes natively where the instance can).
-    fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
-        let s = self.synthesize_partition(k)?;
-        Ok((s.input_assignment, s.aux_assignment))
-    }
-
-    /// Partition `k`'s witness with the aux assignments in compact form
-    /// (0/1 as bits, the rest listed): the same values as
-    /// [`PorepInstance::synthesize_witness`], ~30x fewer bytes (a 32 GiB
-    /// partition's 4.2 GB of aux scalars). Generated compact where the
-    /// instance can; otherwise converted.
-    fn synthesize_compact_witness(&self, k: usize) -> Result<(Vec<Scalar>, CompactWitness), SynthError> {
-        let (inputs, aux) = self.synthesize_witness(k)?;
-        Ok((inputs, CompactWitness::from_scalars(&aux)))
-    }
-
-    /// The reference for [`PorepInstance::synthesize_witness`]: the same
-    /// witness with every gadget of the circuit run as the circuit runs it
-    /// (no native hash), on a witness-only constraint system.
-    fn synthesize_witness_gadgets(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
-        self.synthesize_witness(k)
-    }
-
-    /// The circuit shape's constraint matrices, recorded from a blank
-    /// circuit (the same for every partition of a shape).
-    fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
-        Err(MatrixError::Unsupported(format!("a {} B instance of this kind", self.sector_size())))
-    }
-
-    /// The reference for [`PorepInstance::record_matrices`]: the blank
-    /// circuit recorded in one pass.
-    fn record_matrices_sequential(&self) -> Result<ConstraintMatrices, MatrixError> {
-        self.record_matrices()
-    }
-
-    /// The matrices cached in `dir` beside the parameters
-    /// ([`crate::matrices_path`]), recorded (and written) when missing or
-    /// corrupt; `true` when recorded now.
-    fn load_or_record_matrices(&self, dir: &std::path::Path) -> Result<(ConstraintMatrices, bool), MatrixError> {
-        let path = crate::matrices_path(dir, self.parameter_id());
-        match ConstraintMatrices::read(&path) {
-            Ok(m) => Ok((m, false)),
-            Err(MatrixError::Io { source, .. }) if source.kind() != std::io::ErrorKind::NotFound => {
-                Err(MatrixError::Io { path, source })
-            }
-            Err(e) => {
-                if !matches!(e, MatrixError::Io { .. }) {
-                    log::warn!("c2-synth: {e}; recording the constraint matrices again");
-                }
-                let m = self.record_matrices()?;
-                m.write(&path)?;
-                Ok((m, true))
-            }
-        }
-    }
-
-    /// The public inputs of partition `k`, as a verifier computes them.
-    fn public_inputs(&self, k: usize) -> Result<Vec<Scalar>, SynthError>;
-
-    /// Generates random Groth16 parameters for this circuit shape. For tests
-    /// and benchmarks only: real provers use the published parameters.
-    fn generate_parameters(&self, rng: &mut dyn RngCore) -> Result<groth16::Parameters<Bls12>, SynthError>;
-}
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type PieceDomain = <DefaultPieceHasher as Hasher>::Domain;
@@ -161,19 +48,6 @@ pub struct StackedInstance<Tree: 'static + MerkleTreeTrait> {
 }
 
 type Compound<Tree> = StackedCompound<Tree, DefaultPieceHasher>;
-
-/// Runs `f`, turning a panic inside third-party code (storage-proofs on
-/// malformed proofs) into a typed error instead of unwinding into the caller.
-fn no_panic<T>(partition: usize, f: impl FnOnce() -> Result<T, SynthError>) -> Result<T, SynthError> {
-    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| {
-        let message = p
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_else(|| "panic".into());
-        Err(SynthError::Circuit { partition, message: format!("panicked: {message}") })
-    })
-}
 
 impl<Tree: 'static + MerkleTreeTrait> StackedInstance<Tree> {
     /// An instance from its parts, for set-ups that are not registered proof
@@ -556,7 +430,7 @@ fn join_challenges(k: usize, prefix: &Synthesized, parts: Vec<Synthesized>) -> R
     Ok(out)
 }
 
-impl<Tree: 'static + MerkleTreeTrait> PorepInstance for StackedInstance<Tree> {
+impl<Tree: 'static + MerkleTreeTrait> ProofInstance for StackedInstance<Tree> {
     fn num_partitions(&self) -> usize {
         self.vanilla_proofs.len()
     }
@@ -651,7 +525,7 @@ pub fn instance_from_c1(
     c1: &SealCommitPhase1Output,
     prover_id: [u8; 32],
     sector_id: u64,
-) -> Result<Box<dyn PorepInstance>, SynthError> {
+) -> Result<Box<dyn ProofInstance>, SynthError> {
     let rp = c1.registered_proof;
     if rp.major_version() != 1 {
         return Err(SynthError::Unsupported(format!("{rp:?}: major version {}", rp.major_version())));
@@ -667,7 +541,7 @@ pub fn instance_from_c1(
         config: &PoRepConfig,
         prover_id: [u8; 32],
         sector_id: u64,
-    ) -> Result<Box<dyn PorepInstance>, SynthError> {
+    ) -> Result<Box<dyn ProofInstance>, SynthError> {
         Ok(Box::new(StackedInstance::<Tree>::from_c1(c1, config, prover_id, sector_id)?))
     }
     match size {
@@ -678,21 +552,6 @@ pub fn instance_from_c1(
         SECTOR_SIZE_64_GIB => boxed::<SectorShape64GiB>(c1, &config, prover_id, sector_id),
         other => Err(SynthError::Unsupported(format!("sector size {other}"))),
     }
-}
-
-/// Synthesizes the given partitions, at most `config.max_parallel` at a time,
-/// returning results in the order of `partitions`.
-pub fn synthesize_partitions(
-    instance: &dyn PorepInstance,
-    partitions: &[usize],
-    config: &SynthConfig,
-) -> Result<Vec<Synthesized>, SynthError> {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(config.max_parallel.max(1))
-        .thread_name(|i| format!("c2-synth-{i}"))
-        .build()
-        .map_err(|e| SynthError::Unsupported(format!("thread pool: {e}")))?;
-    pool.install(|| partitions.par_iter().map(|&k| instance.synthesize_partition(k)).collect())
 }
 
 #[cfg(test)]

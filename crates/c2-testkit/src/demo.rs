@@ -16,8 +16,9 @@ use blstrs::{Bls12, Scalar};
 use ff::Field;
 use filecoin_hashers::{poseidon::PoseidonHasher, Hasher};
 use filecoin_proofs::{DefaultPieceHasher, PaddedBytesAmount, UnpaddedBytesAmount};
+use filecoin_proofs_api::post::{generate_fallback_sector_challenges, generate_single_vanilla_proof};
 use filecoin_proofs_api::seal::{add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2};
-use filecoin_proofs_api::{RegisteredSealProof, SectorId};
+use filecoin_proofs_api::{PrivateReplicaInfo, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof, SectorId};
 use generic_array::typenum::{U0, U8};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -29,7 +30,7 @@ use storage_proofs_porep::stacked::{
     self, Challenges, PrivateInputs, StackedCompound, StackedDrg, TemporaryAuxCache, EXP_DEGREE,
 };
 
-use c2_synth::{PorepInstance, StackedInstance};
+use c2_synth::{ProofInstance, StackedInstance};
 
 use porep_c2::{params_path, read_parameters, verifying_key_path, write_parameters, Error, SealCommitPhase1Output};
 
@@ -161,7 +162,7 @@ pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
 /// names), generating and writing random ones from `seed` first when they are
 /// missing. Returns the parameters and whether they were generated.
 pub fn ensure_parameters(
-    instance: &dyn PorepInstance,
+    instance: &dyn ProofInstance,
     dir: &Path,
     seed: u64,
 ) -> Result<(Arc<Parameters<Bls12>>, bool), Error> {
@@ -204,6 +205,52 @@ impl SealedSector {
         )
         .map_err(demo_err)
     }
+}
+
+impl SealedSector {
+    /// The replica as a PoSt prover reads it (filecoin-proofs-api's
+    /// `PrivateReplicaInfo`: comm_r, the cache folder with tree R, the
+    /// sealed file).
+    pub fn private_replica(&self, registered_proof: RegisteredPoStProof) -> PrivateReplicaInfo {
+        PrivateReplicaInfo::new(registered_proof, self.c1.comm_r, self.dir.join("cache"), self.dir.join("sealed"))
+    }
+
+    /// The replica as a PoSt verifier sees it.
+    pub fn public_replica(&self, registered_proof: RegisteredPoStProof) -> PublicReplicaInfo {
+        PublicReplicaInfo::new(registered_proof, self.c1.comm_r)
+    }
+}
+
+/// PoSt vanilla proofs for `sectors` (one prover's), one per sector in
+/// order, as a node makes them and Curio sends them: filecoin-proofs-api's
+/// `generate_fallback_sector_challenges`, then
+/// `generate_single_vanilla_proof` per sector (a bincode
+/// `FallbackPoStSectorProof` each). For WinningPoSt pass the one challenged
+/// sector.
+pub fn post_vanilla_proofs(
+    registered_proof: RegisteredPoStProof,
+    sectors: &[&SealedSector],
+    randomness: &[u8; 32],
+) -> Result<Vec<Vec<u8>>, DemoError> {
+    let first = sectors.first().ok_or_else(|| DemoError("no sectors".into()))?;
+    let ids: Vec<SectorId> = sectors.iter().map(|s| s.sector_id).collect();
+    let challenges =
+        generate_fallback_sector_challenges(registered_proof, randomness, &ids, first.prover_id).map_err(demo_err)?;
+    sectors
+        .iter()
+        .map(|s| {
+            let sector_challenges = challenges
+                .get(&s.sector_id)
+                .ok_or_else(|| DemoError(format!("no challenges for {:?}", s.sector_id)))?;
+            generate_single_vanilla_proof(
+                registered_proof,
+                s.sector_id,
+                &s.private_replica(registered_proof),
+                sector_challenges,
+            )
+            .map_err(demo_err)
+        })
+        .collect()
 }
 
 /// Runs filecoin-proofs' own PC1, PC2 and C1 on random data (seeded) for a

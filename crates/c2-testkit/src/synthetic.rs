@@ -20,7 +20,7 @@ use c2_core::Density;
 pub use c2_shapes::{
     mix64, random_parameters, random_parameters_with_lengths, random_points, ShapedCircuit, SyntheticShape, ValueClass,
 };
-use c2_synth::{PorepInstance, SynthError, Synthesized};
+use c2_synth::{ProofInstance, SynthError, Synthesized};
 use ff::Field;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -83,7 +83,7 @@ fn timing_only_id(shape: &SyntheticShape, kind: &str) -> String {
 }
 
 /// `partitions` synthetic partitions of one shape (same densities, different
-/// values per partition), as a [`PorepInstance`]; timing only.
+/// values per partition), as a [`ProofInstance`]; timing only.
 pub struct SyntheticPorep {
     shape: SyntheticShape,
     partitions: usize,
@@ -136,7 +136,7 @@ impl SyntheticPorep {
     }
 }
 
-impl PorepInstance for SyntheticPorep {
+impl ProofInstance for SyntheticPorep {
     fn num_partitions(&self) -> usize {
         self.partitions
     }

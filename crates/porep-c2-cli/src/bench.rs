@@ -158,7 +158,7 @@ pub fn run(a: BenchArgs) -> Result<()> {
             shape.host_bytes() as f64 / 1e9
         );
         if a.preload {
-            preload(porep_c2::PorepInstance::parameter_id(&instance), &params)?;
+            preload(porep_c2::ProofInstance::parameter_id(&instance), &params)?;
         }
         let mut config = config.clone();
         // Admission before a partition exists: its known size, not the
@@ -201,9 +201,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
         let t = Instant::now();
         let (params, generated) = demo::ensure_parameters(&instance, &dir, 0)?;
         log::info!("tiny sector parameters {} in {:.1?}", if generated { "generated" } else { "loaded" }, t.elapsed());
-        let partitions = porep_c2::PorepInstance::num_partitions(&instance);
+        let partitions = porep_c2::ProofInstance::num_partitions(&instance);
         if a.preload {
-            preload(porep_c2::PorepInstance::parameter_id(&instance), &params)?;
+            preload(porep_c2::ProofInstance::parameter_id(&instance), &params)?;
         }
         let config = config.clone();
         let job: Job = Box::new(move || {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_testkit::synthetic::{SyntheticPorep, SyntheticShape};
-use porep_c2::{prove_instance, CancelToken, PorepInstance, ProverConfig};
+use porep_c2::{prove_instance, CancelToken, ProofInstance, ProverConfig};
 use porep_c2_service::{
     request_config, Engine, EngineError, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest,
 };

@@ -466,7 +466,7 @@ impl Backend {
     }
 
     /// Uploads `params` (the set for `parameter_id`, as
-    /// [`c2_synth::PorepInstance::parameter_id`] names it) to every worker's
+    /// [`c2_synth::ProofInstance::parameter_id`] names it) to every worker's
     /// device now, all devices at once, so the first proof does not wait
     /// for ~47 GB (32 GiB) to cross PCIe. A node calls it once at start-up
     /// for each sector size it proves. Returns how many workers have them

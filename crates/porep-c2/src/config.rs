@@ -46,7 +46,7 @@ pub enum SynthesisPath {
     /// circuit path, 0.08 s/proof on the witness path).
     Recorded,
     /// The constraint system evaluates a, b, c as it goes, a partition's
-    /// challenges concurrently (`PorepInstance::synthesize_partition`).
+    /// challenges concurrently (`ProofInstance::synthesize_partition`).
     Circuit,
     /// One sequential pass, as bellperson's prover does: the reference.
     Sequential,
@@ -98,7 +98,7 @@ impl MatrixStore {
     /// `cache_dir`, else recorded now (and written there).
     pub fn get(
         &self,
-        instance: &dyn c2_synth::PorepInstance,
+        instance: &dyn c2_synth::ProofInstance,
         cache_dir: Option<&std::path::Path>,
     ) -> Result<Arc<ShapeMatrices>, c2_synth::MatrixError> {
         // Held while recording: two proofs of one shape record it once.

@@ -42,6 +42,7 @@ pub mod params_check;
 #[cfg(feature = "cuda")]
 pub mod pins;
 pub mod plan;
+mod post;
 mod prover;
 mod report;
 mod select;
@@ -56,11 +57,12 @@ pub use c2_cuda::{DriverError, GpuError, NoGpu, OutOfBudget};
 pub use c2_msm::Msm;
 pub use c2_ntt::Ntt;
 pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, PipelineConfig};
-pub use c2_synth::{instance_from_c1, PorepInstance};
+pub use c2_synth::{instance_from_c1, post_instance, FallbackPoStInstance, PoStInputError, PoStKind, ProofInstance};
 pub use config::{MatrixStore, PartitionEvent, Progress, ProverConfig, Randomness, ShapeMatrices, SynthesisPath};
 pub use drill::{DrillCounts, FaultDrill};
 pub use error::Error;
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
+pub use filecoin_proofs_api::RegisteredPoStProof;
 pub use filecoin_proofs_api::{ProverId, SectorId};
 pub use groth16::{check_parameters, prove_synthesized, HostStages};
 pub use params::{
@@ -68,6 +70,7 @@ pub use params::{
     ParamsSource, DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV,
 };
 pub use params_cache::{parameter_bytes, FileIdentity, ParamsCache};
+pub use post::{prove_window_post, prove_window_post_with_report, prove_winning_post, prove_winning_post_with_report};
 pub use prover::{
     blinding_pairs, prove_instance, prove_porep_c2, prove_porep_c2_with_report, prove_porep_c2_with_rng,
     verify_porep_c2, SINGLE_PARTITION_PROOF_LEN,

@@ -70,7 +70,7 @@ impl ParamsSource {
     }
 
     /// Reads the parameters for `parameter_id` (see
-    /// [`c2_synth::PorepInstance::parameter_id`]) from their file, every
+    /// [`c2_synth::ProofInstance::parameter_id`]) from their file, every
     /// call; [`crate::ParamsCache::load`] reads each file once.
     pub fn load(&self, parameter_id: &str) -> Result<Arc<Parameters<Bls12>>, ParamsError> {
         match self {

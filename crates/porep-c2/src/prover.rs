@@ -7,7 +7,7 @@ use std::time::Instant;
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
 use c2_sched::{HostPermit, Pipeline, SchedError};
-use c2_synth::{instance_from_c1, PorepInstance};
+use c2_synth::{instance_from_c1, ProofInstance};
 use ff::Field;
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
 use filecoin_proofs_api::{ProverId, SectorId};
@@ -64,7 +64,8 @@ pub fn prove_porep_c2_with_report(
 ) -> Result<(SealCommitPhase2Output, ProofReport), Error> {
     let instance = instance_from_c1(c1, prover_id, u64::from(sector_id))?;
     let blinding = blinding_pairs(&config.randomness, instance.num_partitions())?;
-    prove_loaded(instance.as_ref(), &blinding, config)
+    let (proof, report) = prove_loaded(instance.as_ref(), &blinding, config)?;
+    Ok((SealCommitPhase2Output { proof }, report))
 }
 
 /// [`prove_porep_c2`] with the caller's RNG for `r`, `s` (drawn as bellperson
@@ -78,15 +79,18 @@ pub fn prove_porep_c2_with_rng(
 ) -> Result<SealCommitPhase2Output, Error> {
     let instance = instance_from_c1(c1, prover_id, u64::from(sector_id))?;
     let blinding = draw_blinding(rng, instance.num_partitions());
-    prove_loaded(instance.as_ref(), &blinding, config).map(|(out, _)| out)
+    prove_loaded(instance.as_ref(), &blinding, config).map(|(proof, _)| SealCommitPhase2Output { proof })
 }
 
-fn prove_loaded(
-    instance: &dyn PorepInstance,
+/// Any proof kind's flow once its instance is built: the vanilla check,
+/// the parameters (from the shared cache), then [`prove_instance`]. Returns
+/// the partitions' proofs, concatenated.
+pub(crate) fn prove_loaded(
+    instance: &dyn ProofInstance,
     blinding: &[(Scalar, Scalar)],
     config: &ProverConfig,
-) -> Result<(SealCommitPhase2Output, ProofReport), Error> {
-    // Cheap checks first: a bad C1 is reported before gigabytes of
+) -> Result<(Vec<u8>, ProofReport), Error> {
+    // Cheap checks first: bad input is reported before gigabytes of
     // parameters are read.
     let t = Instant::now();
     if config.check_vanilla_proofs {
@@ -102,14 +106,14 @@ fn prove_loaded(
     report.check_vanilla = check_vanilla;
     report.load_params = load_params;
     report.total += check_vanilla + load_params;
-    Ok((SealCommitPhase2Output { proof }, report))
+    Ok((proof, report))
 }
 
 /// Proves every partition of `instance` with these parameters and blinding
 /// pairs (one per partition), verifying the result unless
 /// `config.verify` is off. Returns the concatenated 192-byte proofs.
 pub fn prove_instance(
-    instance: &dyn PorepInstance,
+    instance: &dyn ProofInstance,
     params: &Parameters<Bls12>,
     blinding: &[(Scalar, Scalar)],
     config: &ProverConfig,
@@ -325,7 +329,7 @@ pub fn verify_porep_c2(
 /// Verifies each partition's proof against its public inputs with the
 /// verifying key.
 fn verify_partitions(
-    instance: &dyn PorepInstance,
+    instance: &dyn ProofInstance,
     vk: &VerifyingKey<Bls12>,
     proofs: &[Proof<Bls12>],
 ) -> Result<(), Error> {
