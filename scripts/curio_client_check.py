@@ -188,21 +188,30 @@ def main():
           wrong.status == pb.AwaitProofResponse.FAILED and f"registered_proof {other}" in wrong.error_message,
           wrong.error_message)
 
-    # Curio sends PoSt here too: not served yet, and said so.
+    # Curio sends PoSt here too (proved and verified in the service's
+    # tests/post.rs): undecodable vanilla proofs FAILED with the reason.
     post = pb.SubmitProofRequest(request_id=f"winpost-{miner}-0000000000000000", proof_kind=pb.WINNING_POST,
-                                 registered_proof=0, priority=pb.CRITICAL, miner_id=miner,
-                                 vanilla_proofs=[b"x"], randomness=bytes(32))
+                                 sector_size=2048, registered_proof=0, priority=pb.CRITICAL,
+                                 miner_id=miner, vanilla_proofs=[b"x"], randomness=bytes(32))
+    r = prove(post)
+    check("WINNING_POST with undecodable vanilla proofs: FAILED naming them",
+          r.status == pb.AwaitProofResponse.FAILED and "cannot be decoded" in r.error_message,
+          f"status {r.status}: {r.error_message}")
+    # SnapDeals: not served yet, and said so.
+    snap = pb.SubmitProofRequest(request_id=f"snap-{miner}-{sector}", proof_kind=pb.SNAP_DEALS_UPDATE,
+                                 sector_size=sector_size, registered_proof=0, priority=pb.NORMAL,
+                                 vanilla_proofs=[b"x"], sector_number=sector, miner_id=miner)
     try:
-        engine.Prove(pb.ProveRequest(submit=post), timeout=60)
-        check("WINNING_POST: UNIMPLEMENTED (not served yet)", False, "it answered")
+        engine.Prove(pb.ProveRequest(submit=snap), timeout=60)
+        check("SNAP_DEALS_UPDATE: UNIMPLEMENTED (not served yet)", False, "it answered")
     except grpc.RpcError as e:
-        check("WINNING_POST: UNIMPLEMENTED (not served yet)", e.code() == grpc.StatusCode.UNIMPLEMENTED,
+        check("SNAP_DEALS_UPDATE: UNIMPLEMENTED (not served yet)", e.code() == grpc.StatusCode.UNIMPLEMENTED,
               str(e.code()))
 
     status = engine.GetStatus(pb.GetStatusRequest(), timeout=10)
     drilled = 1 if os.environ.get("CURIO_CHECK_INJECTED_FAILURE") else 0
-    check(f"GetStatus totals: {1 + drilled} completed, {2 + drilled} failed",
-          (status.total_proofs_completed, status.total_proofs_failed) == (1 + drilled, 2 + drilled), str(status))
+    check(f"GetStatus totals: {1 + drilled} completed, {3 + drilled} failed",
+          (status.total_proofs_completed, status.total_proofs_failed) == (1 + drilled, 3 + drilled), str(status))
     text = engine.GetMetrics(pb.GetMetricsRequest(), timeout=10).prometheus_text
     check("GetMetrics labels by Curio's queue name",
           f'porep_c2_proofs_completed_total{{proof_kind="porep-c2"}} {1 + drilled}' in text, text[:400])

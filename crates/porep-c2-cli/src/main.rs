@@ -20,6 +20,7 @@ mod bench;
 mod check_params;
 mod daemon_bench;
 mod make_c1;
+mod post;
 mod prove;
 mod serve;
 mod synthetic_engine;
@@ -30,7 +31,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use porep_c2_service::config::ProverSection;
-use porep_c2_service::{prover_id_from_actor, POREP_CIRCUITS};
+use porep_c2_service::{prover_id_from_actor, Circuit, ProofKind};
 
 /// Filecoin PoRep commit phase 2 (C2) on the GPU, bit-identical to
 /// filecoin-proofs.
@@ -61,6 +62,14 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Verify a proof against the sector's C1 output and the verifying key.
     Verify(verify::VerifyArgs),
+    /// Prove a WindowPoSt partition or a WinningPoSt from a request file
+    /// (the fields Curio sends: registered proof, miner, randomness,
+    /// partition, bincode vanilla proofs as base64).
+    ProvePost(post::ProvePostArgs),
+    /// Make a PoSt request file: seal sectors with filecoin-proofs and write
+    /// their vanilla proofs (filecoin-proofs' challenge and vanilla-proof
+    /// functions), optionally with random parameters for the circuit.
+    MakePost(post::MakePostArgs),
 }
 
 /// The prover's settings shared by `prove`, `bench` and `serve`.
@@ -90,14 +99,16 @@ impl ProverArgs {
     /// The prover's settings, device memory sized for sectors of
     /// `sector_size` bytes when known (else for 32 GiB).
     fn section(&self, sector_size: Option<u64>) -> ProverSection {
-        let circuit = sector_size.and_then(|b| POREP_CIRCUITS.iter().find(|(_, s)| *s == b)).map(|(id, _)| id);
+        let circuit = sector_size
+            .filter(|b| Circuit::all().iter().any(|c| c.sector_size == *b))
+            .map(|sector_size| Circuit { kind: ProofKind::PorepSealCommit, sector_size }.id());
         ProverSection {
             backend: self.backend.clone(),
             devices: self.devices.clone(),
             vram_cap_gib: self.vram_cap,
             workers_per_device: self.workers,
             params_dir: self.params_dir.clone().unwrap_or_default(),
-            circuits: circuit.into_iter().map(|id| id.to_string()).collect(),
+            circuits: circuit.into_iter().collect(),
             ..ProverSection::default()
         }
     }
@@ -154,6 +165,8 @@ fn main() {
         Command::CheckParams(a) => check_params::run(a),
         Command::Serve(a) => serve::run(a),
         Command::Verify(a) => verify::run(a),
+        Command::ProvePost(a) => post::run_prove(a),
+        Command::MakePost(a) => post::run_make(a),
     };
     if let Err(e) = result {
         eprintln!("porep-c2: error: {e:#}");

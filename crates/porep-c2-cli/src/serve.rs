@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use porep_c2_service::{serve_with, Engine, Jobs, Metrics, PorepEngine, ServiceConfig};
+use porep_c2_service::{serve_with, Engine, FilecoinEngine, Jobs, Metrics, ServiceConfig};
 
 /// `porep-c2 serve`.
 #[derive(Args)]
@@ -97,7 +97,7 @@ pub fn run(a: ServeArgs) -> Result<()> {
         if let Some(drill) = a.fault_drill {
             prover.backend = prover.backend.with_fault_drill(drill).0;
         }
-        Arc::new(PorepEngine::new(prover))
+        Arc::new(FilecoinEngine::new(prover))
     };
     for id in &config.prover.preload {
         let t = Instant::now();

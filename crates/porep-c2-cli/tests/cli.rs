@@ -14,7 +14,7 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn every_subcommand_answers_help() {
-    for sub in ["prove", "bench", "make-c1", "check-params", "serve"] {
+    for sub in ["prove", "bench", "make-c1", "check-params", "serve", "prove-post", "make-post"] {
         let o = porep_c2(&[sub, "--help"]);
         assert!(o.status.success(), "{sub}: {}", text(&o));
         assert!(text(&o).contains("Usage: porep-c2"), "{sub}: {}", text(&o));
@@ -141,4 +141,81 @@ fn prove_and_verify_a_registered_sector_from_raw_c1_and_commit2in() {
     assert!(text(&o).contains("SectorNum"), "{}", text(&o));
     let o = verify(&raw, &p1, &["--sector-id", "8"]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+}
+
+/// `make-post` seals 2 KiB sectors and writes a PoSt request file (Curio's
+/// request fields); `prove-post` proves it on the CPU; filecoin-proofs'
+/// chain verifiers, run here, accept the proofs. A tampered vanilla proof
+/// is refused with the reason. The PoSt parameters (seconds at 2 KiB) are
+/// the tests' shared set in `target/tmp/test-params`.
+#[test]
+fn make_post_and_prove_post_window_and_winning() {
+    use base64::Engine as _;
+    use filecoin_proofs_api::post as api;
+
+    let params = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-params");
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+    let params = params.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // WindowPoSt 2 KiB V1_1 (Lotus' 10) over two sectors; WinningPoSt 2 KiB
+    // (0), the sector the randomness picks among three.
+    for (registered, sectors) in [("10", "2"), ("0", "3")] {
+        let (request, proof) = (path(&format!("post-{registered}.json")), path(&format!("proof-{registered}.hex")));
+        let o = porep_c2(&[
+            "make-post",
+            "--registered-proof",
+            registered,
+            "--sectors",
+            sectors,
+            "--miner",
+            "f01000",
+            "--seed",
+            "5",
+            "--out",
+            &request,
+            "--gen-params",
+            params,
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        let o = porep_c2(&["prove-post", &request, "--backend", "cpu", "--params-dir", params, "--out", &proof]);
+        assert!(o.status.success(), "{}", text(&o));
+
+        let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&request).unwrap()).unwrap();
+        let hex32 =
+            |v: &serde_json::Value| -> [u8; 32] { hex::decode(v.as_str().unwrap()).unwrap().try_into().unwrap() };
+        let randomness = hex32(&file["randomness"]);
+        let rp = porep_c2_service::registered_post_proof(registered.parse().unwrap()).unwrap();
+        let replicas: std::collections::BTreeMap<_, _> = file["sectors"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let id = filecoin_proofs_api::SectorId::from(s["sector_id"].as_u64().unwrap());
+                (id, filecoin_proofs_api::PublicReplicaInfo::new(rp, hex32(&s["comm_r"])))
+            })
+            .collect();
+        let prover_id = porep_c2_service::prover_id_from_actor(1000);
+        let bytes = hex::decode(std::fs::read_to_string(&proof).unwrap().trim()).unwrap();
+        assert_eq!(bytes.len(), 192);
+        let ok = if registered == "0" {
+            api::verify_winning_post(&randomness, &bytes, &replicas, prover_id).unwrap()
+        } else {
+            api::verify_window_post(&randomness, &[(rp, &bytes[..])], &replicas, prover_id).unwrap()
+        };
+        assert!(ok, "{rp:?}: filecoin-proofs' verifier accepts the proof");
+
+        // comm_c of the first sector changed (64 bytes from the end).
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let mut tampered = file.clone();
+        let mut v = b64.decode(tampered["vanilla_proofs"][0].as_str().unwrap()).unwrap();
+        let at = v.len() - 64;
+        v[at] ^= 1;
+        tampered["vanilla_proofs"][0] = b64.encode(&v).into();
+        let bad = path("tampered.json");
+        std::fs::write(&bad, serde_json::to_vec(&tampered).unwrap()).unwrap();
+        let o = porep_c2(&["prove-post", &bad, "--backend", "cpu", "--params-dir", params]);
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+        assert!(text(&o).contains("do not verify"), "{}", text(&o));
+    }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use porep_c2::plan::PartitionShape;
 
-use crate::engine::circuit_sector_size;
+use crate::engine::{circuit_sector_size, known_circuits};
 use porep_c2::{Backend, HostBudget, ParamsSource, ProverConfig};
 use serde::{Deserialize, Serialize};
 
@@ -103,10 +103,12 @@ pub struct ProverSection {
     /// margin (`porep_c2::plan::sized_budget`; two workers: 11.7 GiB for
     /// 2 KiB + 8 MiB, 129.9 GiB for 32 GiB), never more than the driver's
     /// free memory minus 2 GiB. A larger number than the card has takes all
-    /// free memory. A node that also runs PoSt on the same GPU keeps the
-    /// default or sets this below the card's memory minus PoSt's needs.
+    /// free memory. A node whose PoSt runs in another process on the same
+    /// GPU sets this below the card's memory minus that process' needs
+    /// (PoSt sent to this service shares its workers and memory).
     pub vram_cap_gib: usize,
-    /// The circuit ids this prover proves (`porep-2k` .. `porep-64g`): the
+    /// The circuit ids this prover proves (`porep-2k` .. `porep-64g`,
+    /// `wpost-2k` .. `wpost-64g`, `winning-2k` .. `winning-64g`): the
     /// workers are planned for the largest and device memory is sized for
     /// all of them resident. Empty: the `preload` list, or `porep-32g` when
     /// that is empty too.
@@ -117,7 +119,8 @@ pub struct ProverSection {
     /// Synthesis threads per proof, ahead of the provers.
     pub synthesis_workers: usize,
     /// Parameter sets loaded and put on the devices at start, by circuit id
-    /// (`porep-2k`, `porep-8m`, `porep-512m`, `porep-32g`, `porep-64g`).
+    /// (`porep-32g`, `wpost-32g`, `winning-32g`, ...: Curio's names, with
+    /// the suffixes `2k`, `8m`, `512m`, `32g`, `64g`).
     pub preload: Vec<String>,
     /// Verify every proof before returning it (filecoin-proofs does; turn
     /// off only for benchmarks).
@@ -203,7 +206,11 @@ impl ProverSection {
     }
 
     /// The partition shapes device memory is planned for: `circuits`, else
-    /// `preload`, else the 32 GiB circuit.
+    /// `preload`, else the 32 GiB circuit. A PoSt circuit is planned as the
+    /// PoRep partition of its sector size, which bounds it: at 32 GiB a
+    /// WindowPoSt partition is ~125 M constraints and a WinningPoSt ~3.5 M
+    /// (Curio's `extern/cuzk/cuzk-memory-manager.md`) against C2's 130.3 M;
+    /// at 2 KiB 2^15 and 2^17 domains against 2^22 (measured here).
     pub fn planned_shapes(&self) -> Vec<PartitionShape> {
         let ids = if !self.circuits.is_empty() { &self.circuits } else { &self.preload };
         let shapes: Vec<PartitionShape> =
@@ -289,6 +296,10 @@ impl ProverSection {
 pub struct JobsSection {
     /// Proofs proved at once (their partitions share the GPU workers).
     pub concurrent_proofs: usize,
+    /// Proofs of priority HIGH or CRITICAL (WindowPoSt, WinningPoSt)
+    /// proved at once beside `concurrent_proofs`: a PoSt never waits for a
+    /// C2 proof to end, and its partitions take the GPU workers first.
+    pub urgent_proofs: usize,
     /// Proofs queued or running at most; beyond, submits are refused
     /// (`RESOURCE_EXHAUSTED`). Match Curio's `[Cuzk] MaxPending`.
     pub max_pending: usize,
@@ -305,6 +316,7 @@ impl Default for JobsSection {
         let d = crate::jobs::JobsConfig::default();
         Self {
             concurrent_proofs: d.concurrent_proofs,
+            urgent_proofs: d.urgent_proofs,
             max_pending: d.max_pending,
             keep_finished: d.keep_finished,
             keep_finished_bytes: d.keep_finished_bytes,
@@ -343,6 +355,7 @@ impl JobsSection {
     pub fn jobs_config(&self) -> crate::jobs::JobsConfig {
         crate::jobs::JobsConfig {
             concurrent_proofs: self.concurrent_proofs,
+            urgent_proofs: self.urgent_proofs,
             max_pending: self.max_pending,
             keep_finished: self.keep_finished,
             keep_finished_bytes: self.keep_finished_bytes,
@@ -371,7 +384,7 @@ impl ServiceConfig {
         for (key, ids) in [("preload", &self.prover.preload), ("circuits", &self.prover.circuits)] {
             for id in ids {
                 if circuit_sector_size(id).is_none() {
-                    return bad(format!("prover.{key}: unknown circuit id {id:?} (porep-2k .. porep-64g)"));
+                    return bad(format!("prover.{key}: unknown circuit id {id:?} ({})", known_circuits()));
                 }
             }
         }

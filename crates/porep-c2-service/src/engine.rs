@@ -1,6 +1,7 @@
 //! What proves a request: the [`Engine`] trait (one small seam, so another
 //! proof kind or a node's own prover can sit behind the same service) and
-//! [`PorepEngine`], C2 through the `porep-c2` facade.
+//! [`FilecoinEngine`], every kind the `porep-c2` facades prove (PoRep C2,
+//! WindowPoSt partitions, WinningPoSt) on one set of backends and caches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
@@ -8,12 +9,13 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs_api::{PoStType, RegisteredPoStProof, RegisteredSealProof};
 use porep_c2::{
-    prove_porep_c2_with_report, C1Input, CancelToken, PartitionEvent, Progress, ProofReport, ProverConfig, SectorId,
+    prove_porep_c2_with_report, prove_window_post_with_report, prove_winning_post_with_report, C1Input, CancelToken,
+    PartitionEvent, Progress, ProofReport, ProverConfig, SectorId,
 };
 
-use crate::request::{prover_id_from_actor, registered_seal_proof, ProofKind, ProofRequest};
+use crate::request::{prover_id_from_actor, registered_post_proof, registered_seal_proof, ProofKind, ProofRequest};
 
 /// Why a request did not give a proof.
 #[derive(Debug, thiserror::Error)]
@@ -121,9 +123,9 @@ pub fn request_config(
     config
 }
 
-/// The sector size of a PoRep circuit id (`porep-2k` .. `porep-64g`).
+/// The sector size of a circuit id (`porep-32g`, `wpost-2k`, ...).
 pub fn circuit_sector_size(id: &str) -> Option<u64> {
-    POREP_CIRCUITS.iter().find(|(c, _)| *c == id).map(|(_, s)| *s)
+    Circuit::parse(id).map(|c| c.sector_size)
 }
 
 /// Where a running job's partitions are proved now: told by the engine as
@@ -210,21 +212,90 @@ pub trait Engine: Send + Sync + 'static {
     }
 }
 
-/// The circuit ids of the PoRep sizes (`porep-2k` .. `porep-64g`), by sector
-/// size: what `PreloadSRS` / `EvictSRS` name.
-pub const POREP_CIRCUITS: [(&str, u64); 5] = [
-    ("porep-2k", 2048),
-    ("porep-8m", 8 << 20),
-    ("porep-512m", 512 << 20),
-    ("porep-32g", 32 << 30),
-    ("porep-64g", 64 << 30),
-];
+/// The sector sizes of circuit ids, by their suffix (`-2k` .. `-64g`).
+pub const SECTOR_SIZES: [(&str, u64); 5] =
+    [("2k", 2048), ("8m", 8 << 20), ("512m", 512 << 20), ("32g", 32 << 30), ("64g", 64 << 30)];
 
-/// Commit phase 2 through the `porep-c2` facade: the C1 JSON parsed and
-/// checked, the prover id derived from the miner's actor id, parameters
+/// A circuit as `PreloadSRS` / `EvictSRS` and the configuration name it:
+/// Curio's daemon's ids (`porep-32g`, `wpost-32g`, `winning-32g`; its
+/// `srs_manager.rs`) for every registered sector size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Circuit {
+    /// The proof kind (PoRep, WindowPoSt or WinningPoSt).
+    pub kind: ProofKind,
+    /// Sector size in bytes (one of [`SECTOR_SIZES`]).
+    pub sector_size: u64,
+}
+
+impl Circuit {
+    /// The id's prefix of a kind this service proves.
+    fn prefix(kind: ProofKind) -> Option<&'static str> {
+        match kind {
+            ProofKind::PorepSealCommit => Some("porep"),
+            ProofKind::WindowPostPartition => Some("wpost"),
+            ProofKind::WinningPost => Some("winning"),
+            ProofKind::SnapDealsUpdate => None,
+        }
+    }
+
+    /// The circuit of an id (`None`: not one of [`Circuit::all`]).
+    pub fn parse(id: &str) -> Option<Self> {
+        Self::all().into_iter().find(|c| c.id() == id)
+    }
+
+    /// Every circuit this service proves: PoRep, WindowPoSt, WinningPoSt,
+    /// each smallest first.
+    pub fn all() -> Vec<Self> {
+        [ProofKind::PorepSealCommit, ProofKind::WindowPostPartition, ProofKind::WinningPost]
+            .into_iter()
+            .flat_map(|kind| SECTOR_SIZES.iter().map(move |&(_, sector_size)| Self { kind, sector_size }))
+            .collect()
+    }
+
+    /// The id (`porep-32g`).
+    pub fn id(self) -> String {
+        let prefix = Self::prefix(self.kind).unwrap_or("snap");
+        let size = SECTOR_SIZES.iter().find(|(_, b)| *b == self.sector_size).map_or("?", |(s, _)| s);
+        format!("{prefix}-{size}")
+    }
+
+    /// The parameter set's id (filecoin-proofs' cache file stem). PoRep:
+    /// the V1_1 circuit's, which serves every V1_1 and later registered
+    /// proof of the size; WindowPoSt: V1 and V1_2 share one set (the
+    /// parameters' identifier names sector size, challenge and sector
+    /// counts only).
+    pub fn parameter_id(self) -> Result<String, EngineError> {
+        let size = self.sector_size;
+        let found = match self.kind {
+            ProofKind::PorepSealCommit => (5..10)
+                .filter_map(registered_seal_proof)
+                .find(|rp| u64::from(rp.sector_size()) == size)
+                .map(|rp| (format!("{rp:?}"), rp.circuit_identifier())),
+            ProofKind::WindowPostPartition | ProofKind::WinningPost => {
+                let numbers = if self.kind == ProofKind::WinningPost { 0..5 } else { 10..15 };
+                numbers
+                    .filter_map(registered_post_proof)
+                    .find(|rp| u64::from(rp.sector_size()) == size)
+                    .map(|rp| (format!("{rp:?}"), rp.circuit_identifier()))
+            }
+            ProofKind::SnapDealsUpdate => None,
+        };
+        let (name, id) =
+            found.ok_or_else(|| EngineError::Invalid(format!("no registered proof for circuit {}", self.id())))?;
+        id.map_err(|e| EngineError::Invalid(format!("{name}: {e}")))
+    }
+}
+
+/// Every proof kind the `porep-c2` facades prove, on one configuration:
+/// PoRep C2 (`prove_porep_c2`: the C1 JSON or Curio's envelope parsed and
+/// checked), WindowPoSt partitions and WinningPoSt (`prove_window_post`,
+/// `prove_winning_post`: the bincode vanilla proofs decoded and checked).
+/// The prover id is derived from the miner's actor id; parameter sets are
 /// read once per process (the config's shared `ParamsCache`) and kept on
-/// the devices, the proof verified before it is returned.
-pub struct PorepEngine {
+/// the devices; the backends, GPU workers and their scheduler are shared,
+/// so a PoSt's partition is taken ahead of queued C2 partitions by its
+/// priority; every proof is verified before it is returned.
+pub struct FilecoinEngine {
     config: ProverConfig,
     /// Sets preloaded, kept alive here so the cache does not drop them.
     held: Mutex<Vec<HeldSet>>,
@@ -241,7 +312,7 @@ struct HeldSet {
     on_device: bool,
 }
 
-impl PorepEngine {
+impl FilecoinEngine {
     /// An engine proving with `config` (its backend, parameter source and
     /// caches; `pipeline.priority` and `pipeline.cancel` are set per request).
     pub fn new(config: ProverConfig) -> Self {
@@ -252,24 +323,11 @@ impl PorepEngine {
     pub fn config(&self) -> &ProverConfig {
         &self.config
     }
-
-    /// The parameter id of a PoRep circuit id (V1_1 parameters serve every
-    /// V1_1 and later registered proof of the size).
-    fn parameter_id(circuit_id: &str) -> Result<String, EngineError> {
-        let size = circuit_sector_size(circuit_id).ok_or_else(|| {
-            EngineError::Invalid(format!("unknown circuit id {circuit_id:?} (porep-2k .. porep-64g)"))
-        })?;
-        let rp = (5..10)
-            .filter_map(registered_seal_proof)
-            .find(|rp| u64::from(rp.sector_size()) == size)
-            .ok_or_else(|| EngineError::Invalid(format!("no registered proof of {size} bytes")))?;
-        rp.circuit_identifier().map_err(|e| EngineError::Invalid(format!("{rp:?}: {e}")))
-    }
 }
 
-impl Engine for PorepEngine {
+impl Engine for FilecoinEngine {
     fn supports(&self, kind: ProofKind) -> bool {
-        kind == ProofKind::PorepSealCommit
+        Circuit::prefix(kind).is_some()
     }
 
     fn prove(
@@ -278,24 +336,39 @@ impl Engine for PorepEngine {
         cancel: &CancelToken,
         placement: &Arc<Placement>,
     ) -> Result<ProofOutput, EngineError> {
-        if request.kind != ProofKind::PorepSealCommit {
-            return Err(EngineError::Unimplemented(request.kind));
-        }
-        // Raw C1 JSON or Curio's envelope; the envelope's sector number and
-        // size must be the request's and the C1 output's.
-        let input = C1Input::parse(&request.vanilla_proof)?;
-        input.check_sector(Some(request.sector_number), (request.sector_size != 0).then_some(request.sector_size))?;
-        let c1 = input.c1;
-        check_registered_proof(request.registered_proof, c1.registered_proof)?;
         let config = request_config(&self.config, request, cancel, placement);
         let prover_id = prover_id_from_actor(request.miner_id);
-        let sector_id = SectorId::from(request.sector_number);
-        let result = prove_porep_c2_with_report(&c1, prover_id, sector_id, &config);
-        ProofOutput::from_result(result.map(|(out, report)| (out.proof, report)))
+        let vanilla = &request.vanilla_proofs;
+        let result = match request.kind {
+            ProofKind::PorepSealCommit => {
+                // Raw C1 JSON or Curio's envelope; the envelope's sector
+                // number and size must be the request's and the C1 output's.
+                let input = C1Input::parse(&request.vanilla_proof)?;
+                let size = (request.sector_size != 0).then_some(request.sector_size);
+                input.check_sector(Some(request.sector_number), size)?;
+                let c1 = input.c1;
+                check_registered_proof(request.registered_proof, c1.registered_proof)?;
+                let sector_id = SectorId::from(request.sector_number);
+                prove_porep_c2_with_report(&c1, prover_id, sector_id, &config).map(|(out, report)| (out.proof, report))
+            }
+            ProofKind::WindowPostPartition => {
+                let (rp, randomness) = post_request(request, PoStType::Window)?;
+                let partition = request.partition_index as usize;
+                prove_window_post_with_report(rp, &randomness, prover_id, vanilla, partition, &config)
+            }
+            ProofKind::WinningPost => {
+                let (rp, randomness) = post_request(request, PoStType::Winning)?;
+                prove_winning_post_with_report(rp, &randomness, prover_id, vanilla, &config)
+            }
+            ProofKind::SnapDealsUpdate => return Err(EngineError::Unimplemented(request.kind)),
+        };
+        ProofOutput::from_result(result)
     }
 
     fn preload(&self, circuit_id: &str) -> Result<bool, EngineError> {
-        let parameter_id = Self::parameter_id(circuit_id)?;
+        let circuit = Circuit::parse(circuit_id)
+            .ok_or_else(|| EngineError::Invalid(format!("unknown circuit id {circuit_id:?} ({})", known_circuits())))?;
+        let parameter_id = circuit.parameter_id()?;
         // The list is locked only to look and to add: a load takes minutes
         // at 32 GiB, and `GetStatus` reads the list meanwhile. Two preloads
         // of one set at once share the parameter cache's one read.
@@ -359,6 +432,40 @@ impl Engine for PorepEngine {
     }
 }
 
+/// The circuit ids, for messages: `porep-2k .. porep-64g, wpost-2k .. ...`.
+pub fn known_circuits() -> String {
+    let all = Circuit::all();
+    let ranges =
+        all.chunks(SECTOR_SIZES.len()).filter_map(|of| Some(format!("{} .. {}", of.first()?.id(), of.last()?.id())));
+    ranges.collect::<Vec<_>>().join(", ")
+}
+
+/// A PoSt request's registered proof and randomness, checked against what
+/// the request says of itself: the number is a registered PoSt proof of
+/// the request's type (`typ`) and sector size, the randomness 32 bytes.
+/// (The vanilla proofs, and the randomness as a field element, are the
+/// facade's to check: typed errors before any parameters are read.)
+pub fn post_request(request: &ProofRequest, typ: PoStType) -> Result<(RegisteredPoStProof, [u8; 32]), EngineError> {
+    let number = request.registered_proof;
+    let rp = registered_post_proof(number)
+        .ok_or_else(|| EngineError::Invalid(format!("registered_proof {number} is not a registered PoSt proof")))?;
+    if rp.typ() != typ {
+        let kind = request.kind.name();
+        return Err(EngineError::Invalid(format!("registered_proof {number} ({rp:?}) is not a {kind} proof type")));
+    }
+    let size = u64::from(rp.sector_size());
+    if request.sector_size != 0 && request.sector_size != size {
+        return Err(EngineError::Invalid(format!(
+            "registered_proof {number} ({rp:?}) is for {size} byte sectors, the request's sector_size is {}",
+            request.sector_size
+        )));
+    }
+    let randomness = <[u8; 32]>::try_from(request.randomness.as_slice()).map_err(|_| {
+        EngineError::Invalid(format!("randomness is {} bytes; PoSt takes 32", request.randomness.len()))
+    })?;
+    Ok((rp, randomness))
+}
+
 /// Curio's daemon proves the C1 output's own registered proof whatever
 /// number the request carries (Curio's supraseal batch path writes a fixed
 /// `StackedDrg32GiBV1_1` into the C1 output while the request has the
@@ -397,6 +504,56 @@ mod tests {
         let e = check_registered_proof(5, StackedDrg32GiBV1_1).unwrap_err().to_string();
         assert!(e.contains("registered_proof 5") && e.contains("2048 byte"), "{e}");
         assert!(check_registered_proof(99, StackedDrg2KiBV1_1).unwrap_err().to_string().contains("99"));
+    }
+
+    #[test]
+    fn circuit_ids_are_curios_for_every_size() {
+        let all = Circuit::all();
+        assert_eq!(all.len(), 15);
+        for c in &all {
+            assert_eq!(Circuit::parse(&c.id()), Some(*c));
+        }
+        let ids: Vec<_> = all.iter().map(|c| c.id()).collect();
+        for curio in ["porep-32g", "porep-64g", "wpost-32g", "winning-32g", "porep-2k", "wpost-512m", "winning-8m"] {
+            assert!(ids.iter().any(|id| id == curio), "{curio}");
+        }
+        assert_eq!(Circuit::parse("snap-32g"), None, "not served yet");
+        assert_eq!(circuit_sector_size("wpost-2k"), Some(2048));
+        assert_eq!(known_circuits(), "porep-2k .. porep-64g, wpost-2k .. wpost-64g, winning-2k .. winning-64g");
+    }
+
+    #[test]
+    fn circuits_name_filecoin_proofs_parameter_sets() {
+        use RegisteredPoStProof::*;
+        let id = |s: &str| Circuit::parse(s).unwrap().parameter_id().unwrap();
+        assert_eq!(id("porep-2k"), RegisteredSealProof::StackedDrg2KiBV1_1.circuit_identifier().unwrap());
+        assert_eq!(id("winning-2k"), StackedDrgWinning2KiBV1.circuit_identifier().unwrap());
+        // Window V1 and V1_2 share their parameters.
+        assert_eq!(id("wpost-32g"), StackedDrgWindow32GiBV1_2.circuit_identifier().unwrap());
+        assert_eq!(id("wpost-32g"), StackedDrgWindow32GiBV1.circuit_identifier().unwrap());
+        assert_ne!(id("wpost-32g"), id("winning-32g"));
+    }
+
+    #[test]
+    fn post_requests_are_checked_against_themselves() {
+        let request = |kind, registered_proof, sector_size, randomness: usize| ProofRequest {
+            kind,
+            registered_proof,
+            sector_size,
+            randomness: vec![1; randomness],
+            ..Default::default()
+        };
+        let (window, winning) = (ProofKind::WindowPostPartition, ProofKind::WinningPost);
+        let (rp, _) = post_request(&request(window, 13, 32 << 30, 32), PoStType::Window).unwrap();
+        assert_eq!(rp, RegisteredPoStProof::StackedDrgWindow32GiBV1_2);
+        let (rp, _) = post_request(&request(winning, 3, 0, 32), PoStType::Winning).unwrap();
+        assert_eq!(rp, RegisteredPoStProof::StackedDrgWinning32GiBV1);
+        let err = |r: ProofRequest, typ| post_request(&r, typ).unwrap_err().to_string();
+        assert!(err(request(window, 3, 0, 32), PoStType::Window).contains("not a window-post proof type"));
+        assert!(err(request(winning, 8, 0, 32), PoStType::Winning).contains("not a winning-post proof type"));
+        assert!(err(request(window, 15, 0, 32), PoStType::Window).contains("15 is not a registered PoSt proof"));
+        assert!(err(request(window, 10, 4096, 32), PoStType::Window).contains("sector_size is 4096"));
+        assert!(err(request(window, 10, 2048, 0), PoStType::Window).contains("randomness is 0 bytes"));
     }
 
     #[test]

@@ -32,6 +32,12 @@ pub struct JobsConfig {
     /// workers, which take turns by priority). Default 2: one proof's
     /// synthesis and parameter reads overlap another's GPU work.
     pub concurrent_proofs: usize,
+    /// Runners beside those that take only urgent jobs (priority HIGH or
+    /// CRITICAL: WindowPoSt and WinningPoSt as Curio sends them), so a PoSt
+    /// starts at once even while `concurrent_proofs` C2 proofs run, and its
+    /// partitions then take the GPU workers' next turns by priority.
+    /// Default 2: a WindowPoSt partition and a WinningPoSt at once.
+    pub urgent_proofs: usize,
     /// Jobs queued or running at most; a submit beyond is refused
     /// (`RESOURCE_EXHAUSTED`), so a node backs off instead of piling up
     /// C1 outputs here. Default 32.
@@ -47,7 +53,13 @@ pub struct JobsConfig {
 
 impl Default for JobsConfig {
     fn default() -> Self {
-        Self { concurrent_proofs: 2, max_pending: 32, keep_finished: 1024, keep_finished_bytes: 64 << 20 }
+        Self {
+            concurrent_proofs: 2,
+            urgent_proofs: 2,
+            max_pending: 32,
+            keep_finished: 1024,
+            keep_finished_bytes: 64 << 20,
+        }
     }
 }
 
@@ -72,6 +84,9 @@ impl Outcome {
         }
     }
 }
+
+/// The lowest priority the urgent runners take: HIGH (WindowPoSt's).
+pub const URGENT_PRIORITY: i32 = crate::proto::Priority::High as i32;
 
 /// Bytes a finished record costs besides its outcome (ids, timings, maps).
 const RECORD_OVERHEAD: usize = 512;
@@ -219,7 +234,8 @@ struct Inner {
 
 impl Jobs {
     /// A table proving with `engine`; starts `config.concurrent_proofs`
-    /// runner threads (they end when the table is drained).
+    /// runner threads and `config.urgent_proofs` urgent-only ones (they end
+    /// when the table is drained).
     pub fn start(engine: Arc<dyn Engine>, config: JobsConfig, metrics: Arc<Metrics>) -> Self {
         let inner = Arc::new(Inner {
             engine,
@@ -229,11 +245,13 @@ impl Jobs {
             metrics,
             ids: AtomicU64::new(1),
         });
-        for n in 0..config.concurrent_proofs.max(1) {
+        let runners = (0..config.concurrent_proofs.max(1)).map(|n| (format!("prover-{n}"), 0));
+        let urgent = (0..config.urgent_proofs).map(|n| (format!("urgent-{n}"), URGENT_PRIORITY));
+        for (name, min_priority) in runners.chain(urgent) {
             let inner = inner.clone();
-            let spawned = std::thread::Builder::new().name(format!("prover-{n}")).spawn(move || inner.run());
+            let spawned = std::thread::Builder::new().name(name.clone()).spawn(move || inner.run(min_priority));
             if let Err(e) = spawned {
-                log::error!("porep-c2-service: runner thread {n} did not start: {e}");
+                log::error!("porep-c2-service: runner thread {name} did not start: {e}");
             }
         }
         Self { inner }
@@ -330,7 +348,8 @@ impl Jobs {
         t.queue.push(entry);
         drop(t);
         self.inner.metrics.submitted(job.request.kind);
-        self.inner.wake.notify_one();
+        // Every runner looks: an urgent-only one may not take this job.
+        self.inner.wake.notify_all();
         Ok((job, place))
     }
 
@@ -440,13 +459,18 @@ impl Inner {
         }
     }
 
-    /// A runner: takes the best queued job, proves it, records the outcome.
-    fn run(&self) {
+    /// A runner: takes the best queued job of at least `min_priority`,
+    /// proves it, records the outcome.
+    fn run(&self, min_priority: i32) {
         loop {
             let mut t = self.lock();
             let job = loop {
-                if let Some(q) = t.queue.pop() {
-                    break q.job;
+                // The heap's top is its highest priority: when that is too
+                // low for this runner, every queued job is.
+                if t.queue.peek().is_some_and(|q| q.priority >= min_priority) {
+                    if let Some(q) = t.queue.pop() {
+                        break q.job;
+                    }
                 }
                 if t.closing {
                     return;

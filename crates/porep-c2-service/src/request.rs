@@ -1,7 +1,7 @@
 //! A proof request as the service's engines see it: the wire message's
 //! fields, decoded and checked once, independent of protobuf.
 
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
 
 use crate::proto;
 
@@ -251,6 +251,34 @@ pub fn registered_seal_proof(number: u64) -> Option<RegisteredSealProof> {
     ALL.get(usize::try_from(number).ok()?).copied()
 }
 
+/// The registered PoSt proof of Lotus' numbering (`abi.RegisteredPoStProof`:
+/// 0-4 WinningPoSt V1, 5-9 WindowPoSt V1, 10-14 WindowPoSt V1_1, each 2 KiB,
+/// 8 MiB, 512 MiB, 32 GiB, 64 GiB). filecoin-proofs-api declares the same
+/// fifteen in the same order and calls Lotus' Window V1_1 `V1_2` (the
+/// grinding fix: each sector's challenges drawn from the challenge number
+/// alone), which is what Curio sends today.
+pub fn registered_post_proof(number: u64) -> Option<RegisteredPoStProof> {
+    use RegisteredPoStProof::*;
+    const ALL: [RegisteredPoStProof; 15] = [
+        StackedDrgWinning2KiBV1,
+        StackedDrgWinning8MiBV1,
+        StackedDrgWinning512MiBV1,
+        StackedDrgWinning32GiBV1,
+        StackedDrgWinning64GiBV1,
+        StackedDrgWindow2KiBV1,
+        StackedDrgWindow8MiBV1,
+        StackedDrgWindow512MiBV1,
+        StackedDrgWindow32GiBV1,
+        StackedDrgWindow64GiBV1,
+        StackedDrgWindow2KiBV1_2,
+        StackedDrgWindow8MiBV1_2,
+        StackedDrgWindow512MiBV1_2,
+        StackedDrgWindow32GiBV1_2,
+        StackedDrgWindow64GiBV1_2,
+    ];
+    ALL.get(usize::try_from(number).ok()?).copied()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +306,21 @@ mod tests {
         for n in 0..20u64 {
             let size = u64::from(registered_seal_proof(n).unwrap().sector_size());
             assert_eq!(size, [2048, 8 << 20, 512 << 20, 32 << 30, 64 << 30][(n % 5) as usize], "{n}");
+        }
+    }
+
+    #[test]
+    fn registered_post_proofs_follow_lotus_numbering() {
+        use filecoin_proofs_api::PoStType;
+        assert_eq!(registered_post_proof(3), Some(RegisteredPoStProof::StackedDrgWinning32GiBV1));
+        assert_eq!(registered_post_proof(8), Some(RegisteredPoStProof::StackedDrgWindow32GiBV1));
+        assert_eq!(registered_post_proof(13), Some(RegisteredPoStProof::StackedDrgWindow32GiBV1_2));
+        assert_eq!(registered_post_proof(15), None);
+        for n in 0..15u64 {
+            let rp = registered_post_proof(n).unwrap();
+            let size = u64::from(rp.sector_size());
+            assert_eq!(size, [2048, 8 << 20, 512 << 20, 32 << 30, 64 << 30][(n % 5) as usize], "{n}");
+            assert_eq!(rp.typ() == PoStType::Winning, n < 5, "{n}");
         }
     }
 

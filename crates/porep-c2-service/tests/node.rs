@@ -13,13 +13,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{await_done, Daemon};
+use common::{await_done, curio_window_post, curio_winning_post, Daemon};
 use porep_c2::{CancelToken, ProverConfig};
 use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
 use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
 use porep_c2_service::proto::{self, ProofKind as WireKind};
 use porep_c2_service::{
-    Engine, EngineError, JobsConfig, LoadedSet, Placement, PorepEngine, ProofKind, ProofOutput, ProofRequest,
+    Engine, EngineError, FilecoinEngine, JobsConfig, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest,
 };
 use tonic::transport::Channel;
 
@@ -35,8 +35,8 @@ struct ScriptedEngine {
 }
 
 impl Engine for ScriptedEngine {
-    fn supports(&self, kind: ProofKind) -> bool {
-        kind == ProofKind::PorepSealCommit
+    fn supports(&self, _: ProofKind) -> bool {
+        true
     }
 
     fn prove(
@@ -141,6 +141,51 @@ async fn request_ids_never_replay_a_failure_or_another_request() {
     let after_cancel = prove(&mut c, curio_request(9, b"c1 of sector 9")).await;
     assert_eq!(after_cancel.status, AwaitStatus::Completed as i32, "{after_cancel:?}");
     assert_ne!(after_cancel.job_id, queued.job_id);
+    daemon.stop().await;
+}
+
+/// PoSt never waits for C2: with the one C2 runner busy and another C2
+/// proof queued, Curio's WindowPoSt (HIGH) and WinningPoSt (CRITICAL) start
+/// at once on the urgent runners, and end before the queued C2 starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn post_starts_at_once_while_c2_runs() {
+    let hold = Duration::from_millis(600);
+    let engine = Arc::new(ScriptedEngine { hold, ..Default::default() });
+    let jobs = JobsConfig { concurrent_proofs: 1, max_pending: 8, ..JobsConfig::default() };
+    assert_eq!(jobs.urgent_proofs, 2, "the default");
+    let daemon = Daemon::with_jobs(engine, jobs).await;
+    let mut c = daemon.client().await;
+    let running = c.submit_proof(curio_request(1, b"c2 of sector 1")).await.unwrap().into_inner();
+    let t = Instant::now();
+    while !matches!(daemon.jobs.get(&running.job_id).unwrap().state(), porep_c2_service::jobs::JobState::Running) {
+        assert!(t.elapsed() < Duration::from_secs(10), "the first C2 never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let queued = c.submit_proof(curio_request(2, b"c2 of sector 2")).await.unwrap().into_inner();
+    let randomness = [7u8; 32];
+    let window = curio_window_post(1000, 13, 32 << 30, &randomness, vec![b"sector".to_vec()], 0);
+    assert_eq!(window.request_id, "wdpost-1000-0-[7 7 7 7 7 7 7 7]");
+    let winning = curio_winning_post(1000, 3, 32 << 30, &randomness, vec![b"sector".to_vec()]);
+    assert_eq!(winning.request_id, "winpost-1000-0707070707070707");
+    let window = c.submit_proof(window).await.unwrap().into_inner();
+    let winning = c.submit_proof(winning).await.unwrap().into_inner();
+    let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
+    let queue = |name: &str| status.queues.iter().find(|q| q.proof_kind == name).map(|q| (q.pending, q.in_progress));
+    assert_eq!(queue("porep-c2"), Some((1, 1)), "{status:?}");
+    assert_eq!((queue("window-post"), queue("winning-post")), (Some((0, 1)), Some((0, 1))), "{status:?}");
+
+    let (w, win, q) = (
+        await_done(&mut c, &window.job_id).await,
+        await_done(&mut c, &winning.job_id).await,
+        await_done(&mut c, &queued.job_id).await,
+    );
+    for r in [&w, &win, &q] {
+        assert_eq!(r.status, AwaitStatus::Completed as i32, "{r:?}");
+    }
+    // The PoSt jobs did not queue; the C2 one waited for the first C2.
+    assert!(w.queue_wait_ms < 300 && win.queue_wait_ms < 300, "{w:?} {win:?}");
+    assert!(q.queue_wait_ms >= 300, "{q:?}");
+    assert!(w.total_ms < q.total_ms && win.total_ms < q.total_ms, "{w:?} {win:?} {q:?}");
     daemon.stop().await;
 }
 
@@ -269,7 +314,7 @@ async fn status_answers_during_a_preload() {
     assert!(made.success());
     let config =
         ProverConfig { params: porep_c2::ParamsSource::CacheDir(dir.path().to_path_buf()), ..ProverConfig::default() };
-    let daemon = Daemon::start(Arc::new(PorepEngine::new(config)), 1).await;
+    let daemon = Daemon::start(Arc::new(FilecoinEngine::new(config)), 1).await;
     let mut c = daemon.client().await;
     let mut loader = c.clone();
     let preload =

@@ -7,7 +7,7 @@
 //! the request's `vanilla_proof` as a tiny sector's seed and partition
 //! count; every other step (gRPC, decoding, the job table, priorities,
 //! cancellation, draining) is the service's own. The facade engine
-//! ([`PorepEngine`]) is exercised on what needs no parameters: malformed
+//! ([`FilecoinEngine`]) is exercised on what needs no parameters: malformed
 //! and tampered C1 outputs fail with the typed error's message.
 
 mod common;
@@ -22,7 +22,7 @@ use porep_c2::{prove_instance, ProverConfig};
 use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
 use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
 use porep_c2_service::proto::{self, ProofKind as WireKind};
-use porep_c2_service::{JobsConfig, PorepEngine};
+use porep_c2_service::{FilecoinEngine, JobsConfig};
 use tonic::transport::Channel;
 
 /// Where the oracle tests cache the tiny sector's parameters (the same
@@ -159,7 +159,7 @@ async fn malformed_and_tampered_c1_outputs_fail_with_the_typed_error() {
     let dir = tempfile::tempdir().unwrap();
     let config =
         ProverConfig { params: porep_c2::ParamsSource::CacheDir(dir.path().to_path_buf()), ..ProverConfig::default() };
-    let daemon = Daemon::start(Arc::new(PorepEngine::new(config)), 2).await;
+    let daemon = Daemon::start(Arc::new(FilecoinEngine::new(config)), 2).await;
     let mut c = daemon.client().await;
     let prove = |c: &mut ProvingEngineClient<Channel>, r| {
         let mut c = c.clone();
@@ -209,7 +209,7 @@ async fn parameter_sets_preload_and_evict_and_a_full_queue_refuses() {
     porep_c2::write_parameters(&params, &porep_c2::params_path(dir.path(), &id), None).unwrap();
     let config =
         ProverConfig { params: porep_c2::ParamsSource::CacheDir(dir.path().to_path_buf()), ..ProverConfig::default() };
-    let daemon = Daemon::start(Arc::new(PorepEngine::new(config)), 1).await;
+    let daemon = Daemon::start(Arc::new(FilecoinEngine::new(config)), 1).await;
     let mut c = daemon.client().await;
     let preload = |id: &str| proto::PreloadSrsRequest { circuit_id: id.into() };
     let evict = |id: &str| proto::EvictSrsRequest { circuit_id: id.into() };

@@ -49,7 +49,7 @@ fn tiny_of(request: &ProofRequest) -> Result<TinyConfig, EngineError> {
 
 /// Proves tiny sectors through the facade (`prove_instance`: synthesis,
 /// CPU stages, verification), honouring the request's priority and
-/// cancellation like `PorepEngine`.
+/// cancellation like `FilecoinEngine`.
 pub struct TinyEngine {
     /// The tiny sector's parameters.
     pub params: Arc<Parameters<Bls12>>,
@@ -112,9 +112,12 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// The service over `engine` with `concurrent_proofs` runners and 8 pending at most.
+    /// The service over `engine` with `concurrent_proofs` runners, no
+    /// urgent-only ones (every job takes its turn on those runners), and 8
+    /// pending at most.
     pub async fn start(engine: Arc<dyn Engine>, concurrent_proofs: usize) -> Self {
-        Self::with_jobs(engine, JobsConfig { concurrent_proofs, max_pending: 8, ..JobsConfig::default() }).await
+        let jobs = JobsConfig { concurrent_proofs, urgent_proofs: 0, max_pending: 8, ..JobsConfig::default() };
+        Self::with_jobs(engine, jobs).await
     }
 
     /// The service over `engine` with `jobs`.
@@ -175,6 +178,56 @@ pub fn porep_request(id: &str, vanilla: &[u8], sector: u64, priority: proto::Pri
         vanilla_proof: vanilla.to_vec(),
         sector_number: sector,
         miner_id: 1000,
+        ..Default::default()
+    }
+}
+
+/// Curio's WindowPoSt request (`WindowPoStCuzk` in `lib/ffi/cuzk_funcs.go`):
+/// Go's `fmt.Sprintf("wdpost-%d-%d-%d", minerID, partitionIdx, randomness[:8])`
+/// prints the byte slice as `[1 2 3 ...]`; `registered_proof` is the
+/// `abi.RegisteredPoStProof` number, `sector_size` the proof type's.
+pub fn curio_window_post(
+    miner: u64,
+    registered_proof: u64,
+    sector_size: u64,
+    randomness: &[u8],
+    vanilla_proofs: Vec<Vec<u8>>,
+    partition: u32,
+) -> proto::SubmitProofRequest {
+    let first8: Vec<String> = randomness.iter().take(8).map(u8::to_string).collect();
+    proto::SubmitProofRequest {
+        request_id: format!("wdpost-{miner}-{partition}-[{}]", first8.join(" ")),
+        proof_kind: WireKind::WindowPostPartition as i32,
+        sector_size,
+        registered_proof,
+        priority: proto::Priority::High as i32,
+        vanilla_proofs,
+        miner_id: miner,
+        randomness: randomness.to_vec(),
+        partition_index: partition,
+        ..Default::default()
+    }
+}
+
+/// Curio's WinningPoSt request (`WinningPoStCuzk`): id
+/// `fmt.Sprintf("winpost-%d-%x", minerID, randomness[:8])`, CRITICAL.
+pub fn curio_winning_post(
+    miner: u64,
+    registered_proof: u64,
+    sector_size: u64,
+    randomness: &[u8],
+    vanilla_proofs: Vec<Vec<u8>>,
+) -> proto::SubmitProofRequest {
+    let first8: String = randomness.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    proto::SubmitProofRequest {
+        request_id: format!("winpost-{miner}-{first8}"),
+        proof_kind: WireKind::WinningPost as i32,
+        sector_size,
+        registered_proof,
+        priority: proto::Priority::Critical as i32,
+        vanilla_proofs,
+        miner_id: miner,
+        randomness: randomness.to_vec(),
         ..Default::default()
     }
 }
