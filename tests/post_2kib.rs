@@ -291,6 +291,40 @@ fn winning_post_is_bellpersons_and_verifies() {
     assert!(!api::verify_winning_post(&other, &ours, &replicas, f.prover_id).unwrap_or(false));
 }
 
+/// Test sectors made without sealing (`post_test_sectors`: sparse trees
+/// over the challenged leaves) prove like sealed ones: a WindowPoSt
+/// partition and a WinningPoSt, accepted by filecoin-proofs' verifiers with
+/// the test sectors' comm_r.
+#[test]
+fn test_sectors_without_sealing_prove_and_verify() {
+    let f = fixture();
+    for (rp, ids, seed) in [
+        (RegisteredPoStProof::StackedDrgWindow2KiBV1_2, vec![501u64, 502], 51u8),
+        (RegisteredPoStProof::StackedDrgWinning2KiBV1, vec![503], 52),
+    ] {
+        let randomness = randomness(seed);
+        let sectors = c2_synth::post_test_sectors(rp, &randomness, &f.prover_id, &ids, 8).unwrap();
+        let vanilla: Vec<Vec<u8>> = sectors.iter().map(|s| s.vanilla_proof.clone()).collect();
+        let replicas: BTreeMap<SectorId, _> = sectors
+            .iter()
+            .map(|s| (SectorId::from(s.sector_id), filecoin_proofs_api::PublicReplicaInfo::new(rp, s.comm_r)))
+            .collect();
+        let winning = ids.len() == 1;
+        let kind = if winning { PoStKind::Winning } else { PoStKind::Window { partition_index: 0 } };
+        let instance = post_instance(rp, kind, &randomness, &f.prover_id, &vanilla).unwrap();
+        let params = params(instance.as_ref());
+        let config = config(&params, 17, 19);
+        let ok = if winning {
+            let proof = prove_winning_post(rp, &randomness, f.prover_id, &vanilla, &config).unwrap();
+            api::verify_winning_post(&randomness, &proof, &replicas, f.prover_id).unwrap()
+        } else {
+            let proof = prove_window_post(rp, &randomness, f.prover_id, &vanilla, 0, &config).unwrap();
+            api::verify_window_post(&randomness, &[(rp, &proof[..])], &replicas, f.prover_id).unwrap()
+        };
+        assert!(ok, "{rp:?}: filecoin-proofs' verifier accepts a test sector's proof");
+    }
+}
+
 fn randomness_other(r: &[u8; 32]) -> [u8; 32] {
     let mut o = *r;
     o[0] ^= 1;

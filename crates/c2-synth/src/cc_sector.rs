@@ -103,7 +103,7 @@ type TreeFunction<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Functio
 type Proofs<Tree> = Vec<Vec<stacked::Proof<Tree, DefaultPieceHasher>>>;
 
 /// A pseudo-random domain element of `(what, a, b)`.
-fn prf<D: Domain>(seed: u64, what: u8, a: u64, b: u64) -> D {
+pub(crate) fn prf<D: Domain>(seed: u64, what: u8, a: u64, b: u64) -> D {
     let mut h = Sha256::new();
     h.update(seed.to_le_bytes());
     h.update([what]);
@@ -138,7 +138,7 @@ fn repeated<D: Copy>(parents: &[D]) -> Vec<D> {
 /// A sparse Merkle tree over `leaves` leaves with the arities `arities`
 /// (bottom up): the nodes on the paths of `opened` leaves are hashed from
 /// their children; all others are pseudo-random.
-struct SparseTree<D: Domain> {
+pub(crate) struct SparseTree<D: Domain> {
     arities: Vec<usize>,
     /// (level, index) -> value of the nodes on opened paths.
     on_path: BTreeMap<(usize, usize), D>,
@@ -147,7 +147,12 @@ struct SparseTree<D: Domain> {
 }
 
 impl<D: Domain> SparseTree<D> {
-    fn new<A: Algorithm<D> + Default>(arities: Vec<usize>, opened: &BTreeMap<usize, D>, seed: u64, what: u8) -> Self {
+    pub(crate) fn new<A: Algorithm<D> + Default>(
+        arities: Vec<usize>,
+        opened: &BTreeMap<usize, D>,
+        seed: u64,
+        what: u8,
+    ) -> Self {
         let mut t = Self { arities, on_path: BTreeMap::new(), seed, what };
         let mut level_nodes: BTreeSet<usize> = opened.keys().copied().collect();
         for (&i, &v) in opened {
@@ -173,12 +178,12 @@ impl<D: Domain> SparseTree<D> {
             .unwrap_or_else(|| prf(self.seed, self.what, level as u64, index as u64))
     }
 
-    fn root(&self) -> D {
+    pub(crate) fn root(&self) -> D {
         self.value(self.arities.len(), 0)
     }
 
     /// The opening of leaf `i`: (siblings, position) per level.
-    fn path(&self, leaf: usize) -> Vec<(Vec<D>, usize)> {
+    pub(crate) fn path(&self, leaf: usize) -> Vec<(Vec<D>, usize)> {
         let mut i = leaf;
         self.arities
             .iter()
@@ -195,7 +200,7 @@ impl<D: Domain> SparseTree<D> {
 }
 
 /// The arities of `Tree` over `nodes` leaves, bottom up.
-fn tree_arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
+pub(crate) fn tree_arities<Tree: MerkleTreeTrait>(nodes: usize) -> Vec<usize> {
     let (base, sub, top) = (Tree::Arity::to_usize(), Tree::SubTreeArity::to_usize(), Tree::TopTreeArity::to_usize());
     let mut base_leaves = nodes / sub.max(1) / top.max(1);
     let mut arities = Vec::new();

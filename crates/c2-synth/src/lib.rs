@@ -23,6 +23,7 @@ mod matrices;
 mod native;
 mod porep;
 mod post;
+mod post_sectors;
 
 pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
@@ -32,6 +33,7 @@ pub use instance::{synthesize_partitions, ProofInstance, SynthConfig};
 pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, SparseMatrix};
 pub use porep::{instance_from_c1, StackedInstance};
 pub use post::{post_instance, FallbackPoStInstance, PoStInputError, PoStKind};
+pub use post_sectors::{post_test_sectors, PoStTestSector};
 
 /// Errors of the synthesis stage; each names what was wrong with the input.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,184 @@
+//! Valid PoSt test sectors of any registered size without sealing: the
+//! vanilla proofs (bincode `FallbackPoStSectorProof`, what a node sends) a
+//! real sector would give for the same commitments, built from the leaves
+//! the challenges open, as [`crate::cc_sector`] builds a C1 output.
+//!
+//! Per sector, the challenged leaves are filecoin-proofs-api's own
+//! (`generate_fallback_sector_challenges`, so V1 and V1_2 draw as the node
+//! draws); each opened leaf is a pseudo-random replica value; tree R is
+//! sparse (nodes on opened paths hashed from their children, every other
+//! node a pseudo-random value of its position), comm_c is pseudo-random,
+//! and comm_r = Poseidon(comm_c, comm_r_last). storage-proofs-post's vanilla
+//! verifier accepts them and the circuits they build are satisfied at every
+//! sector size: a WindowPoSt partition of 2349 32 GiB sectors without 75 TB
+//! of sealed data.
+
+use std::collections::BTreeMap;
+
+use filecoin_hashers::{HashFunction, Hasher};
+use filecoin_proofs::{
+    FallbackPoStSectorProof, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+    SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB, SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
+};
+use filecoin_proofs_api::{RegisteredPoStProof, SectorId};
+use rayon::prelude::*;
+use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
+use storage_proofs_core::util::NODE_SIZE;
+use storage_proofs_post::fallback::{self, SectorProof};
+
+use crate::cc_sector::{prf, tree_arities, SparseTree};
+use crate::SynthError;
+
+type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type TreeFunction<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Function;
+
+/// One PoSt test sector: what a node holds of it publicly and what it sends.
+#[derive(Clone, Debug)]
+pub struct PoStTestSector {
+    /// The sector's number.
+    pub sector_id: u64,
+    /// Its replica commitment (what `PublicReplicaInfo` takes).
+    pub comm_r: [u8; 32],
+    /// Its vanilla proof for the randomness, as filecoin-proofs-api's
+    /// `generate_single_vanilla_proof` writes it (bincode).
+    pub vanilla_proof: Vec<u8>,
+}
+
+/// Valid test sectors `sector_ids` of `registered_proof`'s size, with their
+/// vanilla proofs for `randomness` and `prover_id` (sectors made
+/// concurrently; `seed` decides every value that is not a hash). For a
+/// WinningPoSt pass the one challenged sector.
+pub fn post_test_sectors(
+    registered_proof: RegisteredPoStProof,
+    randomness: &[u8; 32],
+    prover_id: &[u8; 32],
+    sector_ids: &[u64],
+    seed: u64,
+) -> Result<Vec<PoStTestSector>, SynthError> {
+    let unsupported = |e: anyhow::Error| SynthError::Unsupported(e.to_string());
+    let ids: Vec<SectorId> = sector_ids.iter().map(|&i| SectorId::from(i)).collect();
+    let challenges =
+        filecoin_proofs_api::post::generate_fallback_sector_challenges(registered_proof, randomness, &ids, *prover_id)
+            .map_err(unsupported)?;
+    let size = u64::from(registered_proof.sector_size());
+    let nodes = (size / NODE_SIZE as u64) as usize;
+    match size {
+        SECTOR_SIZE_2_KIB => sectors::<SectorShape2KiB>(&challenges, sector_ids, nodes, seed),
+        SECTOR_SIZE_8_MIB => sectors::<SectorShape8MiB>(&challenges, sector_ids, nodes, seed),
+        SECTOR_SIZE_512_MIB => sectors::<SectorShape512MiB>(&challenges, sector_ids, nodes, seed),
+        SECTOR_SIZE_32_GIB => sectors::<SectorShape32GiB>(&challenges, sector_ids, nodes, seed),
+        SECTOR_SIZE_64_GIB => sectors::<SectorShape64GiB>(&challenges, sector_ids, nodes, seed),
+        other => Err(SynthError::Unsupported(format!("sector size {other}"))),
+    }
+}
+
+fn sectors<Tree: 'static + MerkleTreeTrait>(
+    challenges: &BTreeMap<SectorId, Vec<u64>>,
+    sector_ids: &[u64],
+    nodes: usize,
+    seed: u64,
+) -> Result<Vec<PoStTestSector>, SynthError> {
+    let arities = tree_arities::<Tree>(nodes);
+    sector_ids
+        .par_iter()
+        .map(|&id| {
+            let leaves = challenges
+                .get(&SectorId::from(id))
+                .ok_or_else(|| SynthError::Unsupported(format!("no challenges for sector {id}")))?;
+            // A seed per sector, so no two sectors share a tree.
+            let sector_seed = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ id;
+            let opened: BTreeMap<usize, TreeDomain<Tree>> =
+                leaves.iter().map(|&l| (l as usize, prf(sector_seed, 4, l, 0))).collect();
+            let tree = SparseTree::new::<TreeFunction<Tree>>(arities.clone(), &opened, sector_seed, 6);
+            let comm_r_last = tree.root();
+            let comm_c: TreeDomain<Tree> = prf(sector_seed, 5, 0, 0);
+            let comm_r = <TreeFunction<Tree> as HashFunction<_>>::hash2(&comm_c, &comm_r_last);
+            let inclusion_proofs = leaves
+                .iter()
+                .map(|&l| MerkleProof::from_parts(opened[&(l as usize)], comm_r_last, tree.path(l as usize)))
+                .collect();
+            let proof = FallbackPoStSectorProof::<Tree> {
+                sector_id: SectorId::from(id),
+                comm_r,
+                vanilla_proof: fallback::Proof { sectors: vec![SectorProof { inclusion_proofs, comm_c, comm_r_last }] },
+            };
+            let vanilla_proof =
+                bincode::serialize(&proof).map_err(|e| SynthError::Unsupported(format!("bincode: {e}")))?;
+            let comm_r: [u8; 32] =
+                AsRef::<[u8]>::as_ref(&comm_r).try_into().map_err(|_| SynthError::Unsupported("comm_r".into()))?;
+            Ok(PoStTestSector { sector_id: id, comm_r, vanilla_proof })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{post_instance, PoStKind};
+
+    fn randomness(byte: u8) -> [u8; 32] {
+        let mut r = [byte; 32];
+        r[31] &= 0x3f;
+        r
+    }
+
+    /// At every registered size, test sectors pass storage-proofs-post's
+    /// vanilla verifier and the comm_r split (the instance checks both),
+    /// for WindowPoSt (V1_2 and V1) and WinningPoSt.
+    #[test]
+    fn post_test_sectors_verify_at_every_size() {
+        use RegisteredPoStProof::*;
+        let prover_id = [7u8; 32];
+        let cases = [
+            (StackedDrgWindow2KiBV1_2, 2usize),
+            (StackedDrgWindow2KiBV1, 2),
+            (StackedDrgWindow8MiBV1_2, 2),
+            (StackedDrgWindow512MiBV1_2, 2),
+            (StackedDrgWindow32GiBV1_2, 3),
+            (StackedDrgWindow64GiBV1_2, 2),
+            (StackedDrgWinning2KiBV1, 1),
+            (StackedDrgWinning32GiBV1, 1),
+        ];
+        for (rp, n) in cases {
+            let r = randomness(9);
+            let ids: Vec<u64> = (0..n as u64).map(|i| 100 + i).collect();
+            let sectors = post_test_sectors(rp, &r, &prover_id, &ids, 3).unwrap();
+            let vanilla: Vec<Vec<u8>> = sectors.iter().map(|s| s.vanilla_proof.clone()).collect();
+            let kind = if n == 1 && format!("{rp:?}").contains("Winning") {
+                PoStKind::Winning
+            } else {
+                PoStKind::Window { partition_index: 0 }
+            };
+            let instance = post_instance(rp, kind, &r, &prover_id, &vanilla).unwrap();
+            instance.check_vanilla_proofs().unwrap_or_else(|e| panic!("{rp:?}: {e}"));
+            // Bound to the randomness they were made for.
+            let other = post_instance(rp, kind, &randomness(10), &prover_id, &vanilla).unwrap();
+            assert!(other.check_vanilla_proofs().is_err(), "{rp:?}: other randomness");
+        }
+    }
+
+    /// A full 32 GiB WindowPoSt partition: 2349 test sectors, 23,490
+    /// challenged leaves, through the vanilla verifier.
+    #[test]
+    #[ignore = "a full-size partition: ~20 s on two cores; cargo test --release -p c2-synth -- --ignored full_size"]
+    fn a_full_size_window_post_partition_verifies() {
+        let rp = RegisteredPoStProof::StackedDrgWindow32GiBV1_2;
+        let (r, prover_id) = (randomness(5), [9u8; 32]);
+        let ids: Vec<u64> = (0..rp.sector_count() as u64).map(|i| 1_000 + i).collect();
+        let t = std::time::Instant::now();
+        let sectors = post_test_sectors(rp, &r, &prover_id, &ids, 1).unwrap();
+        let made = t.elapsed();
+        let vanilla: Vec<Vec<u8>> = sectors.into_iter().map(|s| s.vanilla_proof).collect();
+        let bytes: usize = vanilla.iter().map(Vec::len).sum();
+        let t = std::time::Instant::now();
+        let kind = PoStKind::Window { partition_index: 0 };
+        let instance = post_instance(rp, kind, &r, &prover_id, &vanilla).unwrap();
+        instance.check_vanilla_proofs().unwrap();
+        eprintln!(
+            "{} sectors made in {made:.1?} ({:.1} MB of vanilla proofs), decoded and verified in {:.1?}",
+            vanilla.len(),
+            bytes as f64 / 1e6,
+            t.elapsed()
+        );
+    }
+}
