@@ -239,9 +239,12 @@ fn window_post_synthesis_paths_give_the_same_proof() {
     assert_eq!(prove(SynthesisPath::Recorded), circuit, "witness only, a, b, c from the recorded matrices");
     assert_eq!(prove(SynthesisPath::Auto), circuit, "default");
 
-    // The witness-only paths against the constraint system's assignments.
+    // The witness-only paths (native and through the gadgets) against the
+    // constraint system's assignments.
     let full = instance.synthesize_partition(0).unwrap();
     let (inputs, aux) = instance.synthesize_witness(0).unwrap();
+    assert_eq!((inputs, aux), (full.input_assignment.clone(), full.aux_assignment.clone()));
+    let (inputs, aux) = instance.synthesize_witness_gadgets(0).unwrap();
     assert_eq!((inputs, aux), (full.input_assignment.clone(), full.aux_assignment.clone()));
     let (inputs, compact) = instance.synthesize_compact_witness(0).unwrap();
     assert_eq!((inputs, compact.expand()), (full.input_assignment, full.aux_assignment));

@@ -14,6 +14,7 @@
 
 use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
+use ff::Field;
 use filecoin_hashers::Hasher;
 use filecoin_proofs::{
     as_safe_commitment,
@@ -24,6 +25,7 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::RegisteredPoStProof;
 use rand_core::RngCore;
+use rayon::prelude::*;
 use storage_proofs_core::{
     compound_proof::CompoundProof,
     gadgets::por::PoRCompound,
@@ -235,6 +237,52 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStInstance<Tree> {
         <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::blank_circuit(&self.vanilla_params)
     }
 
+    /// The circuit's sectors as field elements, in the circuit's order:
+    /// sector proof `i` with the public sector `circuit()` pairs it with
+    /// (the partition's `i`-th, or its last when the proof is padding).
+    fn sector_witnesses(&self) -> Result<Vec<SectorValues>, SynthError> {
+        let public = &self.circuit_inputs.sectors;
+        let count = public.len().min(self.vanilla_params.sector_count);
+        let last = count.checked_sub(1).ok_or(SynthError::NoVanillaProofs)?;
+        Ok(self
+            .partition_proof
+            .sectors
+            .iter()
+            .enumerate()
+            .map(|(i, proof)| SectorValues {
+                comm_r: public[i.min(last)].comm_r.into(),
+                comm_c: proof.comm_c.into(),
+                comm_r_last: proof.comm_r_last.into(),
+                leafs: proof.leafs().into_iter().map(Into::into).collect(),
+                paths: proof.as_options(),
+            })
+            .collect())
+    }
+
+    /// The witness natively ([`crate::native::post`]): every circuit sector
+    /// concurrently into its own part `W`, the parts in order.
+    fn native_parts<W: crate::native::Assignments + Default + Send>(&self) -> Result<Vec<W>, SynthError> {
+        let sectors = self.sector_witnesses()?;
+        sectors
+            .par_iter()
+            .map(|s| {
+                let mut cs = W::default();
+                let witness = crate::native::post::SectorWitness {
+                    comm_r: s.comm_r,
+                    comm_c: s.comm_c,
+                    comm_r_last: s.comm_r_last,
+                    leafs: &s.leafs,
+                    paths: &s.paths,
+                };
+                no_panic(0, || {
+                    crate::native::post::sector(&mut cs, &witness)
+                        .map_err(|source| SynthError::Synthesis { partition: 0, source })
+                })?;
+                Ok(cs)
+            })
+            .collect()
+    }
+
     /// The one partition this instance has.
     fn only_partition(&self, k: usize) -> Result<(), SynthError> {
         if k == 0 {
@@ -243,6 +291,15 @@ impl<Tree: 'static + MerkleTreeTrait> FallbackPoStInstance<Tree> {
             Err(SynthError::NoSuchPartition { k, count: 1 })
         }
     }
+}
+
+/// One circuit sector's values (see [`crate::native::post::SectorWitness`]).
+struct SectorValues {
+    comm_r: Scalar,
+    comm_c: Scalar,
+    comm_r_last: Scalar,
+    leafs: Vec<Scalar>,
+    paths: Vec<crate::native::stacked::PathOptions>,
 }
 
 /// A WindowPoSt partition's vanilla proof as filecoin-proofs'
@@ -389,21 +446,42 @@ impl<Tree: 'static + MerkleTreeTrait> ProofInstance for FallbackPoStInstance<Tre
         no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
     }
 
+    /// Natively, sectors concurrently ([`crate::native::post`]); equal to
+    /// [`ProofInstance::synthesize_witness_gadgets`] (tested).
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        self.only_partition(k)?;
+        let parts: Vec<AssignmentCs> = self.native_parts()?;
+        let mut inputs = Vec::with_capacity(1 + parts.iter().map(|p| p.inputs.len()).sum::<usize>());
+        inputs.push(Scalar::ONE);
+        let mut aux = Vec::with_capacity(parts.iter().map(|p| p.aux.len()).sum());
+        for part in &parts {
+            inputs.extend_from_slice(&part.inputs);
+            aux.extend_from_slice(&part.aux);
+        }
+        Ok((inputs, aux))
+    }
+
+    /// Natively into compact parts, appended in order.
+    fn synthesize_compact_witness(&self, k: usize) -> Result<(Vec<Scalar>, CompactWitness), SynthError> {
+        self.only_partition(k)?;
+        let parts: Vec<CompactCs> = self.native_parts()?;
+        let mut inputs = vec![Scalar::ONE];
+        let mut aux = CompactWitness::from_scalars(&[]);
+        aux.reserve(parts.iter().map(|p| p.aux.len()).sum(), parts.iter().map(|p| p.aux.full_count()).sum());
+        for part in &parts {
+            inputs.extend_from_slice(&part.inputs);
+            aux.append(&part.aux);
+        }
+        Ok((inputs, aux))
+    }
+
+    /// The circuit's gadgets on a witness-only constraint system (storage-
+    /// proofs' sector groups concurrently).
+    fn synthesize_witness_gadgets(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         self.only_partition(k)?;
         let circuit = self.circuit()?;
         let cs = no_panic(k, || {
             crate::cs::witness_of(circuit, AssignmentCs::default())
-                .map_err(|source| SynthError::Synthesis { partition: k, source })
-        })?;
-        Ok((cs.inputs, cs.aux))
-    }
-
-    fn synthesize_compact_witness(&self, k: usize) -> Result<(Vec<Scalar>, CompactWitness), SynthError> {
-        self.only_partition(k)?;
-        let circuit = self.circuit()?;
-        let cs = no_panic(k, || {
-            crate::cs::witness_of(circuit, CompactCs::default())
                 .map_err(|source| SynthError::Synthesis { partition: k, source })
         })?;
         Ok((cs.inputs, cs.aux))

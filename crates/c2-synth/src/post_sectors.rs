@@ -157,10 +157,49 @@ mod tests {
         }
     }
 
+    /// The native witness (every Poseidon hash on values, sectors
+    /// concurrently) is the gadgets' witness, vector for vector, in full
+    /// and compact form, and the circuit is satisfied (a·b = c), for
+    /// WindowPoSt (V1_2 and V1, a padded partition) and WinningPoSt.
+    #[test]
+    fn native_post_witness_is_the_gadgets() {
+        use RegisteredPoStProof::*;
+        let prover_id = [3u8; 32];
+        for (rp, n) in [
+            (StackedDrgWindow2KiBV1_2, 2usize),
+            (StackedDrgWindow2KiBV1, 1),
+            (StackedDrgWindow8MiBV1_2, 1),
+            (StackedDrgWindow512MiBV1_2, 2),
+            (StackedDrgWinning2KiBV1, 1),
+            (StackedDrgWinning8MiBV1, 1),
+        ] {
+            let r = randomness(21);
+            let ids: Vec<u64> = (0..n as u64).map(|i| 7 + i).collect();
+            let vanilla: Vec<Vec<u8>> =
+                post_test_sectors(rp, &r, &prover_id, &ids, 4).unwrap().into_iter().map(|s| s.vanilla_proof).collect();
+            let kind = if format!("{rp:?}").contains("Winning") {
+                PoStKind::Winning
+            } else {
+                PoStKind::Window { partition_index: 0 }
+            };
+            let instance = post_instance(rp, kind, &r, &prover_id, &vanilla).unwrap();
+            let native = instance.synthesize_witness(0).unwrap();
+            let gadgets = instance.synthesize_witness_gadgets(0).unwrap();
+            assert_eq!(native.0, gadgets.0, "{rp:?}: inputs");
+            assert!(native.1 == gadgets.1, "{rp:?}: aux ({} vs {})", native.1.len(), gadgets.1.len());
+            let (inputs, compact) = instance.synthesize_compact_witness(0).unwrap();
+            assert_eq!(inputs, gadgets.0, "{rp:?}: compact inputs");
+            assert!(compact.expand() == gadgets.1, "{rp:?}: compact aux");
+            let full = instance.synthesize_partition(0).unwrap();
+            assert!(full.aux_assignment == gadgets.1, "{rp:?}: the record's aux");
+            crate::check_satisfied(&full).unwrap_or_else(|e| panic!("{rp:?}: {e}"));
+        }
+    }
+
     /// A full 32 GiB WindowPoSt partition: 2349 test sectors, 23,490
     /// challenged leaves, through the vanilla verifier.
     #[test]
-    #[ignore = "a full-size partition: ~20 s on two cores; cargo test --release -p c2-synth -- --ignored full_size"]
+    #[ignore = "a full-size partition: ~20 s on two cores (POST_FULL_WITNESS=1: also its witness natively and through the gadgets, ~3 min, 8 GB); cargo test --release -p c2-synth -- --ignored full_size"]
     fn a_full_size_window_post_partition_verifies() {
         let rp = RegisteredPoStProof::StackedDrgWindow32GiBV1_2;
         let (r, prover_id) = (randomness(5), [9u8; 32]);
@@ -180,5 +219,20 @@ mod tests {
             bytes as f64 / 1e6,
             t.elapsed()
         );
+        if std::env::var_os("POST_FULL_WITNESS").is_some() {
+            // The witness at full size, native and through the gadgets
+            // (minutes and ~8 GB on two cores; timings, not a target).
+            let t = std::time::Instant::now();
+            let (inputs, compact) = instance.synthesize_compact_witness(0).unwrap();
+            eprintln!("native compact witness: {} inputs, {} aux in {:.1?}", inputs.len(), compact.len(), t.elapsed());
+            drop(compact);
+            let t = std::time::Instant::now();
+            let native = instance.synthesize_witness(0).unwrap();
+            eprintln!("native witness in {:.1?}", t.elapsed());
+            let t = std::time::Instant::now();
+            let gadgets = instance.synthesize_witness_gadgets(0).unwrap();
+            eprintln!("gadgets' witness in {:.1?}", t.elapsed());
+            assert!(native == gadgets, "native == gadgets at full size");
+        }
     }
 }

@@ -4,6 +4,7 @@
 //! the gadget path, vector for vector).
 
 pub(crate) mod poseidon;
+pub(crate) mod post;
 pub(crate) mod sha256;
 pub(crate) mod stacked;
 

@@ -203,7 +203,7 @@ fn column_hash<W: Assignments>(
 
 /// A Merkle path as `AuthPath::from(proof.as_options())` reads it: per
 /// level, the siblings and the node's index among its parent's children.
-type PathOptions = Vec<(Vec<Option<Scalar>>, Option<usize>)>;
+pub(crate) type PathOptions = Vec<(Vec<Option<Scalar>>, Option<usize>)>;
 
 /// The path of `leaf` to `root` in a tree of `Tree`'s shape: natively for
 /// Poseidon trees (tree C and tree R always are; [`poseidon_inclusion`],
@@ -228,7 +228,7 @@ fn inclusion<Tree: 'static + MerkleTreeTrait, W: Assignments>(
 /// ([`poseidon::hash`], arity 2, 4 or 8 from the level's sibling count) and
 /// allocated; the index bits packed into inputs. The root comparison is a
 /// constraint and allocates nothing.
-fn poseidon_inclusion<W: Assignments>(
+pub(crate) fn poseidon_inclusion<W: Assignments>(
     cs: &mut W,
     path: &PathOptions,
     leaf: &AllocatedNum<Scalar>,
