@@ -29,6 +29,9 @@
 //!         times vs peer-prove's files in DIR)
 //!     [--only field]  (both field backends, ec-gpu-gen and sppark: vs blstrs/blst, then products
 //!         and bucket additions per second side by side)
+//!     [--only post --post-sizes 2k,32g --post-proofs 3]  (WindowPoSt / WinningPoSt test sectors at
+//!         full size: vanilla verifier, native witness == gadgets', a·b = c, witness path == circuit
+//!         path's bytes, end-to-end time; random parameters of the circuit's lengths: timing only)
 //!     [--only registered --registered 2k,8m --vram-cap-gib 12]  (registered proof types: GPU proof
 //!         == CPU proof, verify_seal accepts it; the pool optionally capped)
 //! ```
@@ -52,6 +55,7 @@ mod field;
 mod msm;
 mod partition;
 mod peers;
+mod post;
 mod real;
 mod registered;
 
@@ -611,6 +615,21 @@ fn main() {
         v => v.into_iter().map(Some).collect(),
     };
     let registered_cap = list("--vram-cap-gib", &[]).first().map(|&g| g as usize);
+    // --only post: WindowPoSt / WinningPoSt test sectors at full size
+    // (--post-sizes 2k,32g; --post-proofs 3 end-to-end proofs each).
+    let run_post = only.as_deref() == Some("post");
+    let post_sizes: Vec<&str> = args
+        .iter()
+        .position(|a| a == "--post-sizes")
+        .and_then(|i| args.get(i + 1))
+        .map_or("32g", |v| v.as_str())
+        .split(',')
+        .collect();
+    let post_types = post::proofs_of(&post_sizes).unwrap_or_else(|e| {
+        println!("FAIL: {e}");
+        std::process::exit(1)
+    });
+    let post_proofs = list("--post-proofs", &[3]).first().map_or(3, |&n| n as usize);
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -710,6 +729,11 @@ fn main() {
         };
         if let Err(e) = peers::compare(&mut report, &peer) {
             report.check(format!("peer comparison aborted: {e}"), false);
+        }
+    }
+    if run_post {
+        if let Err(e) = post::bench(&mut report, &post_types, post_proofs) {
+            report.check(format!("PoSt bench aborted: {e}"), false);
         }
     }
     if run_registered {

@@ -66,7 +66,7 @@ impl ProofInstance for FirstPartitions {
     }
 }
 
-fn summary(label: &str, wall: f64, rep: &ProofReport) -> String {
+pub(crate) fn summary(label: &str, wall: f64, rep: &ProofReport) -> String {
     let n = rep.partitions.len().max(1);
     let times: Vec<_> = rep.partitions.iter().filter_map(|p| p.steps.gpu.clone()).collect();
     let union: f64 = porep_c2::device_busy_ms(&times).iter().map(|(_, ms)| ms).sum();

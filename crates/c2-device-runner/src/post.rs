@@ -1,0 +1,175 @@
+//! WindowPoSt and WinningPoSt at full size on the GPU workers (issue 39):
+//! test sectors made without sealing (`c2_synth::post_test_sectors`: a
+//! WindowPoSt partition of the proof type's full sector count, 2349 at
+//! 32 GiB, and a WinningPoSt sector), checked by storage-proofs-post's
+//! vanilla verifier; the native witness against the gadgets' and the
+//! circuit's a·b = c at full size; random Groth16 parameters of the
+//! circuit's lengths (timing only: the proofs do not verify); the proof by
+//! the witness path (a, b, c on the device from the recorded matrices) and
+//! by the circuit path, bytes equal for the same r, s; then the witness
+//! path's end-to-end time over several proofs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::Scalar;
+use c2_synth::{check_satisfied, post_instance, post_test_sectors, PoStKind, ProofInstance};
+use c2_testkit::synthetic::random_parameters_with_lengths;
+use filecoin_proofs_api::RegisteredPoStProof;
+use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
+use porep_c2::{prove_instance, MatrixStore, PipelineConfig, ProverConfig, SynthesisPath};
+
+use crate::real::summary;
+use crate::Report;
+
+/// The registered proofs of `--post-sizes` (2k, 8m, 512m, 32g, 64g):
+/// WindowPoSt V1_2 and WinningPoSt of each size.
+pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredPoStProof>, String> {
+    use RegisteredPoStProof::*;
+    let mut out = Vec::new();
+    for s in sizes {
+        let pair = match *s {
+            "2k" => [StackedDrgWindow2KiBV1_2, StackedDrgWinning2KiBV1],
+            "8m" => [StackedDrgWindow8MiBV1_2, StackedDrgWinning8MiBV1],
+            "512m" => [StackedDrgWindow512MiBV1_2, StackedDrgWinning512MiBV1],
+            "32g" => [StackedDrgWindow32GiBV1_2, StackedDrgWinning32GiBV1],
+            "64g" => [StackedDrgWindow64GiBV1_2, StackedDrgWinning64GiBV1],
+            other => return Err(format!("--post-sizes: unknown size {other} (2k, 8m, 512m, 32g, 64g)")),
+        };
+        out.extend(pair);
+    }
+    Ok(out)
+}
+
+/// Runs the checks and timings for each registered PoSt proof, `proofs`
+/// end-to-end proofs each.
+pub fn bench(r: &mut Report, types: &[RegisteredPoStProof], proofs: usize) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
+    for &rp in types {
+        let winning = rp.typ() == filecoin_proofs_api::PoStType::Winning;
+        let (kind, sectors) =
+            if winning { (PoStKind::Winning, 1) } else { (PoStKind::Window { partition_index: 0 }, rp.sector_count()) };
+        let mut randomness = [0x5au8; 32];
+        randomness[31] &= 0x3f;
+        let prover_id = [0x11u8; 32];
+        let t = Instant::now();
+        let ids: Vec<u64> = (0..sectors as u64).map(|i| 10_000 + i).collect();
+        let made = post_test_sectors(rp, &randomness, &prover_id, &ids, 7).map_err(|x| e(&x))?;
+        let vanilla: Vec<Vec<u8>> = made.into_iter().map(|s| s.vanilla_proof).collect();
+        let bytes: usize = vanilla.iter().map(Vec::len).sum();
+        let instance: Arc<dyn ProofInstance> =
+            Arc::from(post_instance(rp, kind, &randomness, &prover_id, &vanilla).map_err(|x| e(&x))?);
+        let made_in = t.elapsed();
+        let t = Instant::now();
+        let vanilla_ok = instance.check_vanilla_proofs().is_ok();
+        println!(
+            "post {rp:?}: {sectors} test sector(s) made in {made_in:.1?} ({:.1} MB of vanilla proofs), vanilla verifier in {:.1?}",
+            bytes as f64 / 1e6,
+            t.elapsed()
+        );
+        r.check(format!("post {rp:?}: {sectors} test sector(s) pass the vanilla verifier"), vanilla_ok);
+
+        // The witness: native == gadgets; the record satisfied.
+        let t = Instant::now();
+        let native = instance.synthesize_witness(0).map_err(|x| e(&x))?;
+        let native_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let (_, compact) = instance.synthesize_compact_witness(0).map_err(|x| e(&x))?;
+        let compact_s = t.elapsed().as_secs_f64();
+        drop(compact);
+        let t = Instant::now();
+        let gadgets = instance.synthesize_witness_gadgets(0).map_err(|x| e(&x))?;
+        let gadgets_s = t.elapsed().as_secs_f64();
+        r.check(format!("post {rp:?}: native witness == the gadgets' ({} aux)", native.1.len()), native == gadgets);
+        drop(gadgets);
+        let t = Instant::now();
+        let full = instance.synthesize_partition(0).map_err(|x| e(&x))?;
+        let record_s = t.elapsed().as_secs_f64();
+        let constraints = full.a.len();
+        let t = Instant::now();
+        let satisfied = check_satisfied(&full);
+        let check_s = t.elapsed().as_secs_f64();
+        r.check(format!("post {rp:?}: a·b = c over {constraints} constraints"), satisfied.is_ok());
+        let aux_match = full.aux_assignment == native.1 && full.input_assignment == native.0;
+        r.check(format!("post {rp:?}: the circuit record's witness == the native witness"), aux_match);
+        drop(full);
+        drop(native);
+        let line = format!(
+            "post {rp:?}: {constraints} constraints; witness native {native_s:.2} s (compact {compact_s:.2} s) vs gadgets {gadgets_s:.2} s ({:.1}x); circuit record {record_s:.2} s; a·b = c check {check_s:.2} s",
+            gadgets_s / native_s.max(1e-9)
+        );
+        println!("{line}");
+        r.bench.push(line);
+
+        let store = Arc::new(MatrixStore::default());
+        let t = Instant::now();
+        let m = store.get(instance.as_ref(), None).map_err(|x| e(&x))?;
+        let (da, dbi, dba) = &m.densities;
+        let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
+        let domain = m.matrices.constraints().next_power_of_two();
+        println!("post {rp:?}: matrices recorded in {:.1?}", t.elapsed());
+        let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
+        let t = Instant::now();
+        let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, 9);
+        println!(
+            "post {rp:?}: random parameters (h {} / l {aux} / a {na} / b {nb}) in {:.1?}",
+            domain - 1,
+            t.elapsed()
+        );
+        let t = Instant::now();
+        let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
+        println!("post {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
+        let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64))];
+        let config = |synthesis| ProverConfig {
+            backend: backend.clone(),
+            retry_backend: None,
+            verify: false,
+            check_vanilla_proofs: false,
+            synthesis,
+            matrices: store.clone(),
+            pipeline: PipelineConfig { synthesis_workers: backend.consumers(), ..Default::default() },
+            ..ProverConfig::default()
+        };
+        let mut results = Vec::new();
+        for (label, synthesis) in [
+            ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
+            ("circuit path, a, b, c from the host", SynthesisPath::Circuit),
+        ] {
+            let t = Instant::now();
+            let (bytes, rep) =
+                prove_instance(instance.as_ref(), &params, &pairs, &config(synthesis)).map_err(|x| e(&x))?;
+            let wall = t.elapsed().as_secs_f64();
+            let line = format!("post {rp:?} {}", summary(label, wall, &rep));
+            println!("{line}");
+            r.bench.push(line);
+            results.push(bytes);
+        }
+        r.check(
+            format!("post {rp:?}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
+            results.len() == 2 && results[0] == results[1] && !results[0].is_empty(),
+        );
+        // End to end (instance decode and vanilla check included), one
+        // proof at a time: what a request costs once the set is resident.
+        let mut walls = Vec::new();
+        for _ in 0..proofs {
+            let t = Instant::now();
+            let instance = post_instance(rp, kind, &randomness, &prover_id, &vanilla).map_err(|x| e(&x))?;
+            instance.check_vanilla_proofs().map_err(|x| e(&x))?;
+            let config = config(SynthesisPath::Matrices { cache_dir: None });
+            prove_instance(instance.as_ref(), &params, &pairs, &config).map_err(|x| e(&x))?;
+            walls.push(t.elapsed().as_secs_f64());
+        }
+        if !walls.is_empty() {
+            let line = format!(
+                "post {rp:?}: end to end (decode, vanilla check, witness, GPU, assembly; random parameters, timing only) {} s per proof",
+                walls.iter().map(|w| format!("{w:.2}")).collect::<Vec<_>>().join(" / ")
+            );
+            println!("{line}");
+            r.bench.push(line);
+        }
+        // The next size's set takes the device memory.
+        backend.evict(instance.parameter_id(), &params);
+    }
+    Ok(())
+}
