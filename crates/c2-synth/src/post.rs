@@ -446,7 +446,7 @@ impl<Tree: 'static + MerkleTreeTrait> ProofInstance for FallbackPoStInstance<Tre
         no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
     }
 
-    /// Natively, sectors concurrently ([`crate::native::post`]); equal to
+    /// Natively, sectors concurrently (`native/post.rs`); equal to
     /// [`ProofInstance::synthesize_witness_gadgets`] (tested).
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         self.only_partition(k)?;
