@@ -20,18 +20,18 @@ use blstrs::{Bls12, Scalar};
 use c2_testkit::demo::{self, SealedSector};
 use common::test_params_dir;
 use filecoin_hashers::Hasher;
-use filecoin_proofs::{as_safe_commitment, FallbackPoStSectorProof, SectorShape2KiB};
+use filecoin_proofs::{as_safe_commitment, FallbackPoStSectorProof, SectorShape2KiB, SectorShape8MiB};
 use filecoin_proofs_api::post as api;
 use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, SectorId};
 use porep_c2::{
     post_instance, prove_window_post, prove_winning_post, Error, ParamsSource, PoStInputError, PoStKind, ProofInstance,
     ProverConfig, Randomness, SynthesisPath,
 };
-use storage_proofs_core::{compound_proof::CompoundProof, proof::ProofScheme};
+use storage_proofs_core::{compound_proof::CompoundProof, merkle::MerkleTreeTrait, proof::ProofScheme};
 use storage_proofs_post::fallback::{self, FallbackPoSt, FallbackPoStCompound, PublicSector};
 
 type Tree = SectorShape2KiB;
-type Domain = <<Tree as storage_proofs_core::merkle::MerkleTreeTrait>::Hasher as Hasher>::Domain;
+type DomainOf<T> = <<T as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 
 /// Three sealed 2 KiB sectors of one prover: a WindowPoSt deadline of two
 /// partitions (2 + 1 sectors: the second padded) and WinningPoSt's pick.
@@ -108,16 +108,16 @@ fn bytes(proofs: &[Proof<Bls12>]) -> Vec<u8> {
     out
 }
 
-fn decode(vanilla: &[Vec<u8>]) -> Vec<FallbackPoStSectorProof<Tree>> {
+fn decode<T: MerkleTreeTrait>(vanilla: &[Vec<u8>]) -> Vec<FallbackPoStSectorProof<T>> {
     vanilla.iter().map(|b| bincode::deserialize(b).unwrap()).collect()
 }
 
-fn public_inputs(
+fn public_inputs<T: MerkleTreeTrait>(
     randomness: &[u8; 32],
     prover_id: &[u8; 32],
-    proofs: &[FallbackPoStSectorProof<Tree>],
+    proofs: &[FallbackPoStSectorProof<T>],
     k: Option<usize>,
-) -> fallback::PublicInputs<Domain> {
+) -> fallback::PublicInputs<DomainOf<T>> {
     fallback::PublicInputs {
         randomness: as_safe_commitment(randomness, "randomness").unwrap(),
         prover_id: as_safe_commitment(prover_id, "prover_id").unwrap(),
@@ -128,7 +128,7 @@ fn public_inputs(
 
 /// bellperson's proof of the partition circuit filecoin-proofs'
 /// `generate_single_window_post_with_vanilla` builds, with r and s given.
-fn bellperson_window(
+fn bellperson_window<T: 'static + MerkleTreeTrait>(
     registered: RegisteredPoStProof,
     randomness: &[u8; 32],
     prover_id: &[u8; 32],
@@ -139,15 +139,42 @@ fn bellperson_window(
 ) -> Vec<u8> {
     let config = registered.as_v1_config();
     let vanilla_params =
-        FallbackPoSt::<Tree>::setup(&filecoin_proofs::parameters::window_post_setup_params(&config)).unwrap();
-    let proofs = decode(vanilla);
+        FallbackPoSt::<T>::setup(&filecoin_proofs::parameters::window_post_setup_params(&config)).unwrap();
+    let proofs = decode::<T>(vanilla);
     let inputs = public_inputs(randomness, prover_id, &proofs, Some(partition));
     let partition_proof =
         filecoin_proofs::single_partition_vanilla_proofs(&config, &vanilla_params, &inputs, &proofs).unwrap();
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
+    let circuit = <FallbackPoStCompound<T> as CompoundProof<FallbackPoSt<'_, T>, _>>::circuit(
         &inputs,
         Default::default(),
         &partition_proof,
+        &vanilla_params,
+        Some(0),
+    )
+    .unwrap();
+    bytes(&create_proof_batch(vec![circuit], params, vec![Scalar::from(r)], vec![Scalar::from(s)]).unwrap())
+}
+
+/// bellperson's proof of the circuit filecoin-proofs'
+/// `generate_winning_post_with_vanilla` builds, with r and s given.
+fn bellperson_winning<T: 'static + MerkleTreeTrait>(
+    rp: RegisteredPoStProof,
+    randomness: &[u8; 32],
+    prover_id: &[u8; 32],
+    vanilla: &[Vec<u8>],
+    params: &Parameters<Bls12>,
+    (r, s): (u64, u64),
+) -> Vec<u8> {
+    let config = rp.as_v1_config();
+    let vanilla_params =
+        FallbackPoSt::<T>::setup(&filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap()).unwrap();
+    let proofs = decode::<T>(vanilla);
+    let inputs = public_inputs(randomness, prover_id, &proofs, None);
+    let partitioned = filecoin_proofs::partition_vanilla_proofs(&config, &vanilla_params, &inputs, 1, &proofs).unwrap();
+    let circuit = <FallbackPoStCompound<T> as CompoundProof<FallbackPoSt<'_, T>, _>>::circuit(
+        &inputs,
+        Default::default(),
+        &partitioned[0],
         &vanilla_params,
         Some(0),
     )
@@ -179,14 +206,14 @@ fn window_post_partitions_are_bellpersons_and_verify() {
             let proof =
                 prove_window_post(rp, &randomness, f.prover_id, chunk, k, &config(&params, rs.0, rs.1)).unwrap();
             assert_eq!(proof.len(), 192);
-            let theirs = bellperson_window(rp, &randomness, &f.prover_id, chunk, k, &params, rs);
+            let theirs = bellperson_window::<Tree>(rp, &randomness, &f.prover_id, chunk, k, &params, rs);
             assert_eq!(proof, theirs, "{rp:?} partition {k}: bellperson's bytes");
 
             // Partition k's public inputs as storage-proofs derives them
             // from the whole deadline.
             let instance =
                 post_instance(rp, PoStKind::Window { partition_index: k }, &randomness, &f.prover_id, chunk).unwrap();
-            let deadline = public_inputs(&randomness, &f.prover_id, &decode(&vanilla), None);
+            let deadline = public_inputs(&randomness, &f.prover_id, &decode::<Tree>(&vanilla), None);
             let vanilla_params =
                 FallbackPoSt::<Tree>::setup(&filecoin_proofs::parameters::window_post_setup_params(&rp.as_v1_config()))
                     .unwrap();
@@ -267,23 +294,8 @@ fn winning_post_is_bellpersons_and_verifies() {
     assert_eq!(ours.len(), 192);
 
     // bellperson on the circuit generate_winning_post_with_vanilla builds.
-    let config = rp.as_v1_config();
-    let vanilla_params =
-        FallbackPoSt::<Tree>::setup(&filecoin_proofs::parameters::winning_post_setup_params(&config).unwrap()).unwrap();
-    let proofs = decode(&vanilla);
-    let inputs = public_inputs(&randomness, &f.prover_id, &proofs, None);
-    let partitioned = filecoin_proofs::partition_vanilla_proofs(&config, &vanilla_params, &inputs, 1, &proofs).unwrap();
-    let circuit = <FallbackPoStCompound<Tree> as CompoundProof<FallbackPoSt<'_, Tree>, _>>::circuit(
-        &inputs,
-        Default::default(),
-        &partitioned[0],
-        &vanilla_params,
-        Some(0),
-    )
-    .unwrap();
-    let theirs =
-        create_proof_batch(vec![circuit], &*params, vec![Scalar::from(11u64)], vec![Scalar::from(13u64)]).unwrap();
-    assert_eq!(ours, bytes(&theirs), "bellperson's bytes");
+    let theirs = bellperson_winning::<Tree>(rp, &randomness, &f.prover_id, &vanilla, &params, (11, 13));
+    assert_eq!(ours, theirs, "bellperson's bytes");
 
     let replicas: BTreeMap<SectorId, _> = [(sector.sector_id, sector.public_replica(rp))].into();
     assert!(api::verify_winning_post(&randomness, &ours, &replicas, f.prover_id).unwrap(), "verify_winning_post");
@@ -422,4 +434,63 @@ fn bad_post_input_is_a_typed_error_before_any_work() {
         Err(Error::Params(_)) => {}
         other => panic!("expected a parameter error, got {other:?}"),
     }
+}
+
+/// 8 MiB, the same oracle: three sealed 8 MiB sectors, a WindowPoSt
+/// deadline of two partitions (2 + 1, padded) and a WinningPoSt, each ==
+/// bellperson's bytes for the same r, s and accepted by filecoin-proofs'
+/// verifiers.
+#[test]
+#[ignore = "seals three 8 MiB sectors and makes the 8 MiB PoSt circuits' parameters once (143 s with the 2 KiB tests on two cores); cargo test --release -p porep-c2 --test post_2kib -- --ignored --nocapture"]
+fn post_8mib_is_bellpersons_and_verifies() {
+    type T8 = SectorShape8MiB;
+    let f = fixture();
+    let work = tempfile::tempdir().unwrap();
+    let t = std::time::Instant::now();
+    let sectors: Vec<SealedSector> = (0..3u64)
+        .map(|i| {
+            let dir = work.path().join(format!("m{i}"));
+            let rp = RegisteredSealProof::StackedDrg8MiBV1_1;
+            demo::seal_registered_for(rp, &dir, 80 + i, Some(f.prover_id), Some(300 + i)).unwrap()
+        })
+        .collect();
+    eprintln!("three 8 MiB sectors sealed in {:.1?}", t.elapsed());
+    let all: Vec<&SealedSector> = sectors.iter().collect();
+
+    let rp = RegisteredPoStProof::StackedDrgWindow8MiBV1_2;
+    let window_rand = randomness(61);
+    let vanilla = demo::post_vanilla_proofs(rp, &all, &window_rand).unwrap();
+    let chunks = [&vanilla[..2], &vanilla[2..]];
+    let instance =
+        post_instance(rp, PoStKind::Window { partition_index: 0 }, &window_rand, &f.prover_id, chunks[0]).unwrap();
+    let window_params = params(instance.as_ref());
+    let mut ours = Vec::new();
+    for (k, chunk) in chunks.iter().enumerate() {
+        let rs = (21 + k as u64, 23 + k as u64);
+        let t = std::time::Instant::now();
+        let proof =
+            prove_window_post(rp, &window_rand, f.prover_id, chunk, k, &config(&window_params, rs.0, rs.1)).unwrap();
+        eprintln!("8 MiB WindowPoSt partition {k} proved (CPU) and verified in {:.1?}", t.elapsed());
+        let theirs = bellperson_window::<T8>(rp, &window_rand, &f.prover_id, chunk, k, &window_params, rs);
+        assert_eq!(proof, theirs, "partition {k}: bellperson's bytes");
+        ours.push(proof);
+    }
+    let replicas: BTreeMap<SectorId, _> = all.iter().map(|s| (s.sector_id, s.public_replica(rp))).collect();
+    let merged = ours.concat();
+    assert!(api::verify_window_post(&window_rand, &[(rp, &merged[..])], &replicas, f.prover_id).unwrap());
+
+    let rp = RegisteredPoStProof::StackedDrgWinning8MiBV1;
+    let randomness = randomness(62);
+    let picked =
+        api::generate_winning_post_sector_challenge(rp, &randomness, sectors.len() as u64, f.prover_id).unwrap();
+    let sector = &sectors[picked[0] as usize];
+    let vanilla = demo::post_vanilla_proofs(rp, &[sector], &randomness).unwrap();
+    let instance = post_instance(rp, PoStKind::Winning, &randomness, &f.prover_id, &vanilla).unwrap();
+    let params = params(instance.as_ref());
+    let t = std::time::Instant::now();
+    let proof = prove_winning_post(rp, &randomness, f.prover_id, &vanilla, &config(&params, 25, 27)).unwrap();
+    eprintln!("8 MiB WinningPoSt proved (CPU) and verified in {:.1?}", t.elapsed());
+    assert_eq!(proof, bellperson_winning::<T8>(rp, &randomness, &f.prover_id, &vanilla, &params, (25, 27)));
+    let replicas: BTreeMap<SectorId, _> = [(sector.sector_id, sector.public_replica(rp))].into();
+    assert!(api::verify_winning_post(&randomness, &proof, &replicas, f.prover_id).unwrap());
 }
