@@ -114,6 +114,39 @@ impl ProverArgs {
     }
 }
 
+/// What `prove` and `prove-post` share: the prover's settings, the
+/// blinding seed, verification.
+#[derive(Args)]
+struct ProveOptions {
+    /// Blinding factors from this seed instead of the OS RNG: reproducible
+    /// bytes for tests and audits, never for proofs you submit.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Skip the verification of the proof (filecoin-proofs always verifies).
+    #[arg(long)]
+    no_verify: bool,
+    #[command(flatten)]
+    prover: ProverArgs,
+}
+
+impl ProveOptions {
+    /// The configuration for one proof of a sector of `sector_size` bytes
+    /// (when known): the default synthesis path (matrices only where they
+    /// pay within one proof), verification unless `--no-verify`, blinding
+    /// from `--seed`.
+    fn config(&self, sector_size: Option<u64>) -> Result<porep_c2::ProverConfig> {
+        let mut config = self.prover.section(sector_size).prover_config()?;
+        config.synthesis = porep_c2::SynthesisPath::Auto;
+        config.verify = !self.no_verify;
+        if let Some(seed) = self.seed {
+            let mut s = [0u8; 32];
+            s[..8].copy_from_slice(&seed.to_le_bytes());
+            config.randomness = porep_c2::Randomness::Seed(s);
+        }
+        Ok(config)
+    }
+}
+
 /// Whose sector: the prover id (from the miner's actor id, as filecoin-ffi
 /// derives it, or given) and the sector number.
 #[derive(Args, Clone, Default)]

@@ -11,13 +11,11 @@ use c2_testkit::demo;
 use clap::{Args, ValueEnum};
 use filecoin_proofs_api::post as api;
 use filecoin_proofs_api::{PoStType, RegisteredPoStProof, SectorId};
-use porep_c2::{
-    post_instance, prove_window_post_with_report, prove_winning_post_with_report, PoStKind, Randomness, SynthesisPath,
-};
+use porep_c2::{post_instance, prove_window_post_with_report, prove_winning_post_with_report, PoStKind};
 use porep_c2_service::{prover_id_from_actor, registered_post_proof};
 use serde::{Deserialize, Serialize};
 
-use crate::{actor_id, ProverArgs};
+use crate::actor_id;
 
 /// A PoSt request as a file: the fields of Curio's `WindowPoStCuzk` /
 /// `WinningPoStCuzk` request, and the sectors' public replicas so the proof
@@ -98,21 +96,14 @@ pub struct ProvePostArgs {
     /// How to write it.
     #[arg(long, value_enum, default_value = "hex")]
     format: PostFormat,
-    /// Blinding factors from this seed instead of the OS RNG: reproducible
-    /// bytes for tests and audits, never for proofs you submit.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Skip the verification of the proof (filecoin-proofs always verifies).
-    #[arg(long)]
-    no_verify: bool,
     #[command(flatten)]
-    prover: ProverArgs,
+    options: crate::ProveOptions,
 }
 
 /// Runs `porep-c2 prove-post`: the proof, verified by the prover (and by
 /// filecoin-proofs' chain verifier when the file lists the sectors).
 pub fn run_prove(a: ProvePostArgs) -> Result<()> {
-    if let Some(dir) = &a.prover.params_dir {
+    if let Some(dir) = &a.options.prover.params_dir {
         // filecoin-proofs' chain verifiers below read their verifying keys
         // from its parameter folder (read once, before its first use).
         std::env::set_var(porep_c2::PARAMETER_CACHE_ENV, dir);
@@ -122,14 +113,7 @@ pub fn run_prove(a: ProvePostArgs) -> Result<()> {
     let randomness = request.randomness()?;
     let vanilla = request.vanilla()?;
     let prover_id = prover_id_from_actor(request.miner_id);
-    let mut config = a.prover.section(None).prover_config()?;
-    config.synthesis = SynthesisPath::Auto;
-    config.verify = !a.no_verify;
-    if let Some(seed) = a.seed {
-        let mut s = [0u8; 32];
-        s[..8].copy_from_slice(&seed.to_le_bytes());
-        config.randomness = Randomness::Seed(s);
-    }
+    let config = a.options.config(None)?;
     let t = Instant::now();
     let partition = request.partition_index as usize;
     let (proof, report) = match rp.typ() {

@@ -6,9 +6,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use porep_c2::{prove_porep_c2_with_report, C1Input, Progress, Randomness, SealCommitPhase2Output, SynthesisPath};
+use porep_c2::{prove_porep_c2_with_report, C1Input, Progress, SealCommitPhase2Output};
 
-use crate::{progress_bar, ProverArgs, SectorArgs};
+use crate::{progress_bar, SectorArgs};
 
 /// How the proof is written.
 #[derive(Clone, Copy, ValueEnum)]
@@ -36,15 +36,8 @@ pub struct ProveArgs {
     /// How to write it.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
-    /// Blinding factors from this seed instead of the OS RNG: reproducible
-    /// bytes for tests and audits, never for proofs you submit.
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Skip the verification of the proof (filecoin-proofs always verifies).
-    #[arg(long)]
-    no_verify: bool,
     #[command(flatten)]
-    prover: ProverArgs,
+    options: crate::ProveOptions,
 }
 
 /// The input file (or stdin) as raw C1 JSON or the envelope, its sector
@@ -68,15 +61,7 @@ pub fn run(a: ProveArgs) -> Result<()> {
     let prover_id = a.sector.prover_id()?;
     let Some(sector_id) = a.sector.sector_id.or(input.sector_number()) else { bail!("give --sector-id") };
     let c1 = input.c1;
-    let mut config = a.prover.section(Some(u64::from(c1.registered_proof.sector_size()))).prover_config()?;
-    // One proof: the default path (matrices only where they pay within it).
-    config.synthesis = SynthesisPath::Auto;
-    config.verify = !a.no_verify;
-    if let Some(seed) = a.seed {
-        let mut s = [0u8; 32];
-        s[..8].copy_from_slice(&seed.to_le_bytes());
-        config.randomness = Randomness::Seed(s);
-    }
+    let mut config = a.options.config(Some(u64::from(c1.registered_proof.sector_size())))?;
     let partitions = c1.registered_proof.partitions() as u64;
     let bar = progress_bar(partitions, "{elapsed_precise} [{bar:30}] {pos}/{len} partitions");
     if let Some(b) = &bar {
