@@ -29,7 +29,10 @@
 //!         times vs peer-prove's files in DIR)
 //!     [--only field]  (both field backends, ec-gpu-gen and sppark: vs blstrs/blst, then products
 //!         and bucket additions per second side by side)
-//!     [--only post --post-sizes 2k,32g --post-proofs 3]  (WindowPoSt / WinningPoSt test sectors at
+//!     [--only daemon --daemon-winning 8 --daemon-c2 4]  (the service in this process, Curio's requests:
+//!         registered 2 KiB WindowPoSt / WinningPoSt verified; WinningPoSt 32 GiB latency alone and
+//!         under a 32 GiB C2 load, host lanes on and off; random parameters: timing only)
+//!     [--only post --post-sizes 2k,32g --post-kinds window,winning --post-proofs 3]  (WindowPoSt / WinningPoSt test sectors at
 //!         full size: vanilla verifier, native witness == gadgets', a·b = c, witness path == circuit
 //!         path's bytes, end-to-end time; random parameters of the circuit's lengths: timing only)
 //!     [--only registered --registered 2k,8m --vram-cap-gib 12]  (registered proof types: GPU proof
@@ -50,6 +53,7 @@ use rand::SeedableRng;
 use rayon::prelude::*;
 
 mod abc;
+mod daemon;
 mod facade;
 mod field;
 mod msm;
@@ -625,10 +629,33 @@ fn main() {
         .map_or("32g", |v| v.as_str())
         .split(',')
         .collect();
-    let post_types = post::proofs_of(&post_sizes).unwrap_or_else(|e| {
-        println!("FAIL: {e}");
-        std::process::exit(1)
-    });
+    // --post-kinds window,winning (default both): one kind per call keeps
+    // a 32 GiB run inside a device call's limit.
+    let post_kinds: Vec<&str> = args
+        .iter()
+        .position(|a| a == "--post-kinds")
+        .and_then(|i| args.get(i + 1))
+        .map_or("window,winning", |v| v.as_str())
+        .split(',')
+        .collect();
+    let post_types: Vec<_> = post::proofs_of(&post_sizes)
+        .unwrap_or_else(|e| {
+            println!("FAIL: {e}");
+            std::process::exit(1)
+        })
+        .into_iter()
+        .filter(|rp| {
+            let kind = if rp.typ() == filecoin_proofs_api::PoStType::Winning { "winning" } else { "window" };
+            post_kinds.contains(&kind)
+        })
+        .collect();
+    // --only daemon: PoSt through the service in this process (registered
+    // 2 KiB verified; WinningPoSt 32 GiB latency alone and under C2 load).
+    let run_daemon = only.as_deref() == Some("daemon");
+    let daemon_run = daemon::DaemonRun {
+        winning: list("--daemon-winning", &[8]).first().map_or(8, |&n| n as usize),
+        c2_proofs: list("--daemon-c2", &[4]).first().map_or(4, |&n| n as usize),
+    };
     let post_proofs = list("--post-proofs", &[3]).first().map_or(3, |&n| n as usize);
 
     let devices = match c2_cuda::devices() {
@@ -734,6 +761,11 @@ fn main() {
     if run_post {
         if let Err(e) = post::bench(&mut report, &post_types, post_proofs) {
             report.check(format!("PoSt bench aborted: {e}"), false);
+        }
+    }
+    if run_daemon {
+        if let Err(e) = daemon::bench(&mut report, &daemon_run) {
+            report.check(format!("daemon bench aborted: {e}"), false);
         }
     }
     if run_registered {

@@ -12,7 +12,8 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use blstrs::Scalar;
+use bellperson::groth16::Parameters;
+use blstrs::{Bls12, Scalar};
 use c2_synth::{check_satisfied, post_instance, post_test_sectors, PoStKind, ProofInstance};
 use c2_testkit::synthetic::random_parameters_with_lengths;
 use filecoin_proofs_api::RegisteredPoStProof;
@@ -39,6 +40,32 @@ pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredPoStProof>, String> {
         out.extend(pair);
     }
     Ok(out)
+}
+
+/// Random Groth16 parameters of `instance`'s circuit lengths (recording
+/// its matrices into `store` for the densities): timing only, proofs over
+/// them do not verify. With a line saying what was made and how long it
+/// took.
+pub fn random_params_of(
+    store: &MatrixStore,
+    instance: &dyn ProofInstance,
+    seed: u64,
+) -> Result<(Parameters<Bls12>, String), String> {
+    let t = Instant::now();
+    let m = store.get(instance, None).map_err(|x| x.to_string())?;
+    let recorded = t.elapsed();
+    let (da, dbi, dba) = &m.densities;
+    let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
+    let domain = m.matrices.constraints().next_power_of_two();
+    let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
+    let t = Instant::now();
+    let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, seed);
+    let line = format!(
+        "matrices recorded in {recorded:.1?}; random parameters (h {} / l {aux} / a {na} / b {nb}) in {:.1?}",
+        domain - 1,
+        t.elapsed()
+    );
+    Ok((params, line))
 }
 
 /// Runs the checks and timings for each registered PoSt proof, `proofs`
@@ -103,20 +130,8 @@ pub fn bench(r: &mut Report, types: &[RegisteredPoStProof], proofs: usize) -> Re
         r.bench.push(line);
 
         let store = Arc::new(MatrixStore::default());
-        let t = Instant::now();
-        let m = store.get(instance.as_ref(), None).map_err(|x| e(&x))?;
-        let (da, dbi, dba) = &m.densities;
-        let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
-        let domain = m.matrices.constraints().next_power_of_two();
-        println!("post {rp:?}: matrices recorded in {:.1?}", t.elapsed());
-        let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
-        let t = Instant::now();
-        let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, 9);
-        println!(
-            "post {rp:?}: random parameters (h {} / l {aux} / a {na} / b {nb}) in {:.1?}",
-            domain - 1,
-            t.elapsed()
-        );
+        let (params, line) = random_params_of(&store, instance.as_ref(), 9)?;
+        println!("post {rp:?}: {line}");
         let t = Instant::now();
         let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
         println!("post {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());

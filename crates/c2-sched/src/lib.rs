@@ -12,7 +12,9 @@
 //! admits an item only when its host bytes fit: a producer waits for room
 //! before it starts, and the bytes come back when the consumer is done with
 //! the item; waiting items are admitted by [`PipelineConfig::priority`], then
-//! in arrival order. A [`CancelToken`] stops a run between items.
+//! in arrival order. A [`CancelToken`] stops a run between items. The
+//! producers' parallel work runs on [`PipelineConfig::host_pool`] when set:
+//! [`HostLanes`] give urgent proofs (PoSt) threads ahead of the rest.
 //!
 //! The pipeline knows nothing about circuits: items and results are generic,
 //! so the same scheduler serves proofs, benchmarks and tests.
@@ -29,6 +31,7 @@
 mod budget;
 mod cancel;
 mod gate;
+mod host;
 mod pipeline;
 #[cfg(test)]
 mod tests;
@@ -36,4 +39,5 @@ mod tests;
 pub use budget::{AdmissionError, HostBudget, HostPermit};
 pub use cancel::CancelToken;
 pub use gate::{PriorityGate, Turn};
+pub use host::{on_host_pool, HostLanes, HostPool, HostPoolError};
 pub use pipeline::{JobTiming, Pipeline, PipelineConfig, PipelineOutput, SchedError};

@@ -8,6 +8,7 @@ use crossbeam_channel::bounded;
 
 use crate::budget::{AdmissionError, HostBudget, HostPermit};
 use crate::cancel::CancelToken;
+use crate::host::{on_host_pool, HostPool};
 
 /// Pipeline shape.
 #[derive(Clone, Debug)]
@@ -31,11 +32,25 @@ pub struct PipelineConfig {
     /// while items wait for room, higher priorities are admitted first (then
     /// first come, first served). Default 0.
     pub priority: i32,
+    /// The rayon pool the producers' work runs on (`produce(k)` and every
+    /// parallel task it spawns); `None`: rayon's global pool. A service
+    /// gives urgent proofs [`HostLanes::urgent`](crate::HostLanes) and the
+    /// rest the background pool, so a PoSt's synthesis is not shared out
+    /// equally with C2 partitions'.
+    pub host_pool: Option<Arc<HostPool>>,
 }
 
 impl Default for PipelineConfig {
     fn default() -> Self {
-        Self { synthesis_workers: 1, queue_depth: 1, host_budget: None, item_bytes: 0, cancel: None, priority: 0 }
+        Self {
+            synthesis_workers: 1,
+            queue_depth: 1,
+            host_budget: None,
+            item_bytes: 0,
+            cancel: None,
+            priority: 0,
+            host_pool: None,
+        }
     }
 }
 
@@ -250,7 +265,7 @@ impl Pipeline {
                                 }
                             };
                         let t = Instant::now();
-                        match produce(index) {
+                        match on_host_pool(self.config.host_pool.as_deref(), || produce(index)) {
                             Ok(item) => {
                                 if let (Some(permit), Some(bytes)) = (permit.as_mut(), held(&item)) {
                                     permit.settle(bytes);

@@ -125,6 +125,7 @@ fn host_budget_bounds_live_items_across_pipelines() {
         item_bytes: 10,
         cancel: None,
         priority: 0,
+        host_pool: None,
     };
     std::thread::scope(|s| {
         for _ in 0..2 {
@@ -313,4 +314,22 @@ fn settle_down_returns_bytes_and_settle_up_counts_in_peak() {
     assert_eq!(budget.settled_peak(), 6, "q is an estimate, p holds 6 at most");
     drop((p, q));
     assert_eq!(budget.used(), 0);
+}
+
+#[test]
+fn producers_run_on_the_configured_host_pool() {
+    // Each item records the thread its production (and a parallel task
+    // inside it) ran on: the pool's, not the scheduler's own thread or
+    // rayon's global pool.
+    let pool = std::sync::Arc::new(crate::HostPool::new("lane-test", 2, 0).unwrap());
+    let cfg = PipelineConfig { synthesis_workers: 2, host_pool: Some(pool), ..Default::default() };
+    let name = || std::thread::current().name().unwrap_or("").to_string();
+    let produce = |_k: usize| {
+        let inner = rayon::join(name, name);
+        Ok::<_, ()>([name(), inner.0, inner.1])
+    };
+    let out = Pipeline::new(cfg).run(4, produce, vec![|_k, names: [String; 3]| Ok(names)]).unwrap();
+    for names in out.results {
+        assert!(names.iter().all(|n| n.starts_with("lane-test-")), "{names:?}");
+    }
 }

@@ -24,6 +24,7 @@ mod native;
 mod porep;
 mod post;
 mod post_sectors;
+mod update;
 
 pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
@@ -34,6 +35,7 @@ pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, SparseMatrix}
 pub use porep::{instance_from_c1, StackedInstance};
 pub use post::{post_instance, FallbackPoStInstance, PoStInputError, PoStKind};
 pub use post_sectors::{post_test_sectors, PoStTestSector};
+pub use update::{update_instance, EmptySectorUpdateInstance, UpdateInputError};
 
 /// Errors of the synthesis stage; each names what was wrong with the input.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +72,10 @@ pub enum SynthError {
     /// A PoSt request's input is malformed or does not verify.
     #[error("PoSt input: {0}")]
     PoSt(#[from] PoStInputError),
+    /// A sector update (SnapDeals) request's input is malformed or does
+    /// not verify.
+    #[error("sector update input: {0}")]
+    Update(#[from] UpdateInputError),
     /// The vanilla proofs do not verify against the C1's commitments.
     #[error("C1 vanilla proofs do not verify against comm_r/comm_d/seed (tampered or corrupt C1)")]
     InvalidVanillaProofs,

@@ -18,7 +18,10 @@ use filecoin_hashers::{poseidon::PoseidonHasher, Hasher};
 use filecoin_proofs::{DefaultPieceHasher, PaddedBytesAmount, UnpaddedBytesAmount};
 use filecoin_proofs_api::post::{generate_fallback_sector_challenges, generate_single_vanilla_proof};
 use filecoin_proofs_api::seal::{add_piece, seal_commit_phase1, seal_pre_commit_phase1, seal_pre_commit_phase2};
-use filecoin_proofs_api::{PrivateReplicaInfo, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof, SectorId};
+use filecoin_proofs_api::update::{empty_sector_update_encode_into, generate_partition_proofs};
+use filecoin_proofs_api::{
+    PrivateReplicaInfo, PublicReplicaInfo, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof, SectorId,
+};
 use generic_array::typenum::{U0, U8};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
@@ -251,6 +254,94 @@ pub fn post_vanilla_proofs(
             .map_err(demo_err)
         })
         .collect()
+}
+
+/// A sealed sector updated with new data (SnapDeals), with its partition
+/// vanilla proofs as a node makes them and Curio sends them.
+pub struct UpdatedSector {
+    /// The update proof type (the sealed sector's size).
+    pub registered_proof: RegisteredUpdateProof,
+    /// The sealed sector's comm_r (the sector key's).
+    pub comm_r_old: [u8; 32],
+    /// The updated replica's comm_r.
+    pub comm_r_new: [u8; 32],
+    /// The new data's comm_d.
+    pub comm_d_new: [u8; 32],
+    /// One bincode `PartitionProof` per partition (filecoin-proofs-api's
+    /// `generate_partition_proofs`).
+    pub vanilla_proofs: Vec<Vec<u8>>,
+}
+
+impl UpdatedSector {
+    /// filecoin-proofs' own verifier (`verify_empty_sector_update_proof`)
+    /// on `proof` for this update.
+    pub fn verify(&self, proof: &[u8]) -> Result<bool, DemoError> {
+        filecoin_proofs_api::update::verify_empty_sector_update_proof(
+            self.registered_proof,
+            proof,
+            self.comm_r_old,
+            self.comm_r_new,
+            self.comm_d_new,
+        )
+        .map_err(demo_err)
+    }
+}
+
+/// Encodes random data (seeded) into `sector`'s replica as a SnapDeals
+/// update does (filecoin-proofs-api's `empty_sector_update_encode_into`,
+/// the sealed replica as the sector key), then makes the partition vanilla
+/// proofs (`generate_partition_proofs`). Files go under the sector's
+/// folder. Needs no Groth16 parameters.
+pub fn update_sector(sector: &SealedSector, seed: u64) -> Result<UpdatedSector, DemoError> {
+    let registered_proof = match u64::from(sector.c1.registered_proof.sector_size()) {
+        2048 => RegisteredUpdateProof::StackedDrg2KiBV1,
+        0x80_0000 => RegisteredUpdateProof::StackedDrg8MiBV1,
+        0x2000_0000 => RegisteredUpdateProof::StackedDrg512MiBV1,
+        0x8_0000_0000 => RegisteredUpdateProof::StackedDrg32GiBV1,
+        0x10_0000_0000 => RegisteredUpdateProof::StackedDrg64GiBV1,
+        other => return Err(DemoError(format!("no update proof for {other} B sectors"))),
+    };
+    let mut rng = ChaCha20Rng::seed_from_u64(seed);
+    let dir = &sector.dir;
+    let (key, key_cache) = (dir.join("sealed"), dir.join("cache"));
+    let (staged, replica, cache) = (dir.join("update-staged"), dir.join("update-replica"), dir.join("update-cache"));
+    std::fs::create_dir_all(&cache).map_err(demo_err)?;
+    let sector_size = u64::from(registered_proof.sector_size());
+    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill(&mut data[..]);
+    let mut staged_file =
+        OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged).map_err(demo_err)?;
+    let (piece, _) =
+        add_piece(sector.c1.registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
+    staged_file.flush().map_err(demo_err)?;
+    // The new replica starts as a copy of the sector key, as a node's does.
+    std::fs::copy(&key, &replica).map_err(demo_err)?;
+    let encoded =
+        empty_sector_update_encode_into(registered_proof, &replica, &cache, &key, &key_cache, &staged, &[piece])
+            .map_err(demo_err)?;
+    let comm_r_old = sector.c1.comm_r;
+    let vanilla_proofs = generate_partition_proofs(
+        registered_proof,
+        comm_r_old,
+        encoded.comm_r_new,
+        encoded.comm_d_new,
+        &key,
+        &key_cache,
+        &replica,
+        &cache,
+    )
+    .map_err(demo_err)?
+    .into_iter()
+    .map(|p| p.0)
+    .collect();
+    Ok(UpdatedSector {
+        registered_proof,
+        comm_r_old,
+        comm_r_new: encoded.comm_r_new,
+        comm_d_new: encoded.comm_d_new,
+        vanilla_proofs,
+    })
 }
 
 /// Runs filecoin-proofs' own PC1, PC2 and C1 on random data (seeded) for a

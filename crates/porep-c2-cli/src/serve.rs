@@ -97,7 +97,11 @@ pub fn run(a: ServeArgs) -> Result<()> {
         if let Some(drill) = a.fault_drill {
             prover.backend = prover.backend.with_fault_drill(drill).0;
         }
-        Arc::new(FilecoinEngine::new(prover))
+        let engine = FilecoinEngine::new(prover);
+        Arc::new(match config.jobs.host_lanes()? {
+            Some(lanes) => engine.with_host_lanes(lanes),
+            None => engine,
+        })
     };
     for id in &config.prover.preload {
         let t = Instant::now();

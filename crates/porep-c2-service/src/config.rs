@@ -300,6 +300,13 @@ pub struct JobsSection {
     /// proved at once beside `concurrent_proofs`: a PoSt never waits for a
     /// C2 proof to end, and its partitions take the GPU workers first.
     pub urgent_proofs: usize,
+    /// Nice value (1-19) of the host threads that work for proofs below
+    /// HIGH (C2): the host work of urgent proofs (vanilla check, synthesis,
+    /// verification of a WindowPoSt or WinningPoSt) runs on threads at the
+    /// daemon's own priority, so while both have work the kernel gives the
+    /// urgent threads ~90 % of the cores (at 10); with no PoSt in flight C2
+    /// has every core. 0: one shared pool, no host priority.
+    pub background_nice: i32,
     /// Proofs queued or running at most; beyond, submits are refused
     /// (`RESOURCE_EXHAUSTED`). Match Curio's `[Cuzk] MaxPending`.
     pub max_pending: usize,
@@ -317,6 +324,7 @@ impl Default for JobsSection {
         Self {
             concurrent_proofs: d.concurrent_proofs,
             urgent_proofs: d.urgent_proofs,
+            background_nice: DEFAULT_BACKGROUND_NICE,
             max_pending: d.max_pending,
             keep_finished: d.keep_finished,
             keep_finished_bytes: d.keep_finished_bytes,
@@ -350,7 +358,22 @@ pub enum ConfigError {
     Invalid(String),
 }
 
+/// `[jobs] background_nice` unless set: CFS weights 1024 (nice 0) against
+/// 110 (nice 10) give urgent host threads ~90 % of contended cores.
+pub const DEFAULT_BACKGROUND_NICE: i32 = 10;
+
 impl JobsSection {
+    /// The host pools for `background_nice` (`None` at 0: rayon's one global
+    /// pool for every proof), each one thread per core.
+    pub fn host_lanes(&self) -> Result<Option<porep_c2::HostLanes>, ConfigError> {
+        if self.background_nice == 0 {
+            return Ok(None);
+        }
+        porep_c2::HostLanes::new(0, self.background_nice, crate::jobs::URGENT_PRIORITY)
+            .map(Some)
+            .map_err(|e| ConfigError::Invalid(format!("jobs.background_nice = {}: {e}", self.background_nice)))
+    }
+
     /// The job table's settings.
     pub fn jobs_config(&self) -> crate::jobs::JobsConfig {
         crate::jobs::JobsConfig {
@@ -377,6 +400,9 @@ impl ServiceConfig {
         let bad = |w: String| Err(ConfigError::Invalid(w));
         if !matches!(self.prover.backend.as_str(), "auto" | "gpu" | "cpu") {
             return bad(format!("prover.backend = {:?}: auto, gpu or cpu", self.prover.backend));
+        }
+        if !(0..=19).contains(&self.jobs.background_nice) {
+            return bad(format!("jobs.background_nice = {}: 0 (off) to 19", self.jobs.background_nice));
         }
         if self.jobs.concurrent_proofs == 0 || self.jobs.max_pending == 0 {
             return bad("jobs.concurrent_proofs and jobs.max_pending must be at least 1".into());
@@ -483,5 +509,32 @@ mod tests {
         }
         let o = d.server.serve_options().unwrap();
         assert_eq!((o.socket_mode, o.socket_group), (0o660, None));
+        for bad in [-1, 20] {
+            let mut c = d.clone();
+            c.jobs.background_nice = bad;
+            assert!(c.check().unwrap_err().to_string().contains("background_nice"), "{bad}");
+        }
+    }
+
+    /// The host lanes the service starts with: PoSt (HIGH, CRITICAL) on
+    /// threads at our priority, C2 (NORMAL, LOW) on nice-10 threads; the
+    /// engine hands each request the pool of its priority. 0 turns them off.
+    #[test]
+    fn urgent_requests_get_the_urgent_host_pool() {
+        use crate::proto::Priority;
+        let jobs = JobsSection::default();
+        let lanes = jobs.host_lanes().unwrap().expect("lanes by default");
+        assert_eq!((lanes.urgent.nice(), lanes.background.nice()), (0, DEFAULT_BACKGROUND_NICE));
+        let engine = crate::FilecoinEngine::new(porep_c2::ProverConfig::default()).with_host_lanes(lanes.clone());
+        for (p, urgent) in
+            [(Priority::Critical, true), (Priority::High, true), (Priority::Normal, false), (Priority::Low, false)]
+        {
+            let pool = engine.host_pool(p as i32).unwrap();
+            let want = if urgent { &lanes.urgent } else { &lanes.background };
+            assert!(std::sync::Arc::ptr_eq(pool, want), "{p:?}");
+        }
+        let off = JobsSection { background_nice: 0, ..JobsSection::default() };
+        assert!(off.host_lanes().unwrap().is_none());
+        assert!(crate::FilecoinEngine::new(porep_c2::ProverConfig::default()).host_pool(3).is_none());
     }
 }

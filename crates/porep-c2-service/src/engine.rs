@@ -12,7 +12,7 @@ use blstrs::Bls12;
 use filecoin_proofs_api::{PoStType, RegisteredPoStProof, RegisteredSealProof};
 use porep_c2::{
     prove_porep_c2_with_report, prove_window_post_with_report, prove_winning_post_with_report, C1Input, CancelToken,
-    PartitionEvent, Progress, ProofReport, ProverConfig, SectorId,
+    HostLanes, HostPool, PartitionEvent, Progress, ProofReport, ProverConfig, SectorId,
 };
 
 use crate::request::{prover_id_from_actor, registered_post_proof, registered_seal_proof, ProofKind, ProofRequest};
@@ -299,6 +299,9 @@ pub struct FilecoinEngine {
     config: ProverConfig,
     /// Sets preloaded, kept alive here so the cache does not drop them.
     held: Mutex<Vec<HeldSet>>,
+    /// Where each request's host work runs, by its priority (`None`: as
+    /// `config.pipeline.host_pool` says).
+    lanes: Option<HostLanes>,
 }
 
 /// A preloaded parameter set.
@@ -316,7 +319,20 @@ impl FilecoinEngine {
     /// An engine proving with `config` (its backend, parameter source and
     /// caches; `pipeline.priority` and `pipeline.cancel` are set per request).
     pub fn new(config: ProverConfig) -> Self {
-        Self { config, held: Mutex::new(Vec::new()) }
+        Self { config, held: Mutex::new(Vec::new()), lanes: None }
+    }
+
+    /// This engine with each request's host work (vanilla check, synthesis,
+    /// verification) on `lanes`: urgent requests (WindowPoSt, WinningPoSt)
+    /// on threads ahead of the C2 proofs' (`[jobs] background_nice`).
+    pub fn with_host_lanes(self, lanes: HostLanes) -> Self {
+        Self { lanes: Some(lanes), ..self }
+    }
+
+    /// The host pool a request of `priority` runs its host work on (`None`:
+    /// no lanes, the configuration's pool or rayon's global one).
+    pub fn host_pool(&self, priority: i32) -> Option<&Arc<HostPool>> {
+        self.lanes.as_ref().map(|l| l.for_priority(priority))
     }
 
     /// The prover's configuration.
@@ -336,7 +352,10 @@ impl Engine for FilecoinEngine {
         cancel: &CancelToken,
         placement: &Arc<Placement>,
     ) -> Result<ProofOutput, EngineError> {
-        let config = request_config(&self.config, request, cancel, placement);
+        let mut config = request_config(&self.config, request, cancel, placement);
+        if let Some(pool) = self.host_pool(request.priority) {
+            config.pipeline.host_pool = Some(pool.clone());
+        }
         let prover_id = prover_id_from_actor(request.miner_id);
         let vanilla = &request.vanilla_proofs;
         let result = match request.kind {

@@ -28,6 +28,7 @@
 
 pub mod client;
 pub mod config;
+pub mod curio;
 pub mod engine;
 pub mod jobs;
 pub mod metrics;

@@ -15,9 +15,9 @@ use std::time::{Duration, Instant};
 
 use common::{await_done, curio_window_post, curio_winning_post, Daemon};
 use porep_c2::{CancelToken, ProverConfig};
+use porep_c2_service::proto;
 use porep_c2_service::proto::await_proof_response::Status as AwaitStatus;
 use porep_c2_service::proto::proving_engine_client::ProvingEngineClient;
-use porep_c2_service::proto::{self, ProofKind as WireKind};
 use porep_c2_service::{
     Engine, EngineError, FilecoinEngine, JobsConfig, LoadedSet, Placement, ProofKind, ProofOutput, ProofRequest,
 };
@@ -75,20 +75,10 @@ impl Engine for ScriptedEngine {
     }
 }
 
-/// A request as Curio's PoRep task builds it: id `porep-<miner>-<sector>`,
-/// its numbers, NORMAL priority, `body` as `vanilla_proof`.
+/// A request as Curio's PoRep task builds it (2 KiB, sector `sector` of
+/// miner 1000, `body` as `vanilla_proof`).
 fn curio_request(sector: u64, body: &[u8]) -> proto::SubmitProofRequest {
-    proto::SubmitProofRequest {
-        request_id: format!("porep-1000-{sector}"),
-        proof_kind: WireKind::PorepSealCommit as i32,
-        sector_size: 2048,
-        registered_proof: 5,
-        priority: proto::Priority::Normal as i32,
-        vanilla_proof: body.to_vec(),
-        sector_number: sector,
-        miner_id: 1000,
-        ..Default::default()
-    }
+    porep_c2_service::curio::porep(1000, sector, 5, 2048, body.to_vec())
 }
 
 async fn prove(c: &mut ProvingEngineClient<Channel>, r: proto::SubmitProofRequest) -> proto::AwaitProofResponse {

@@ -46,6 +46,7 @@ mod post;
 mod prover;
 mod report;
 mod select;
+mod update;
 
 pub use backend::{
     compact_witness_estimate, panic_message, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerFences,
@@ -56,14 +57,19 @@ pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use c2_cuda::{DriverError, GpuError, NoGpu, OutOfBudget};
 pub use c2_msm::Msm;
 pub use c2_ntt::Ntt;
-pub use c2_sched::{AdmissionError, CancelToken, HostBudget, HostPermit, PipelineConfig};
-pub use c2_synth::{instance_from_c1, post_instance, FallbackPoStInstance, PoStInputError, PoStKind, ProofInstance};
+pub use c2_sched::{
+    AdmissionError, CancelToken, HostBudget, HostLanes, HostPermit, HostPool, HostPoolError, PipelineConfig,
+};
+pub use c2_synth::{
+    instance_from_c1, post_instance, update_instance, EmptySectorUpdateInstance, FallbackPoStInstance, PoStInputError,
+    PoStKind, ProofInstance, UpdateInputError,
+};
 pub use config::{MatrixStore, PartitionEvent, Progress, ProverConfig, Randomness, ShapeMatrices, SynthesisPath};
 pub use drill::{DrillCounts, FaultDrill};
 pub use error::Error;
 pub use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
-pub use filecoin_proofs_api::RegisteredPoStProof;
 pub use filecoin_proofs_api::{ProverId, SectorId};
+pub use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
 pub use groth16::{check_parameters, prove_synthesized, HostStages};
 pub use params::{
     params_key, params_path, read_parameters, read_verifying_key, verifying_key_path, write_parameters, ParamsError,
@@ -76,3 +82,4 @@ pub use prover::{
     verify_porep_c2, SINGLE_PARTITION_PROOF_LEN,
 };
 pub use report::{device_busy_ms, GpuTimes, PartitionReport, ProofReport, ProveTimings};
+pub use update::{prove_empty_sector_update, prove_empty_sector_update_with_report};

@@ -7,6 +7,7 @@
 //! file size first: a truncated or corrupt file is a typed error, never a
 //! panic (bellperson's mmap reader indexes past the end of a short file).
 
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::BufReader;
 use std::os::unix::fs::FileExt;
@@ -41,6 +42,11 @@ pub enum ParamsSource {
     File(PathBuf),
     /// Parameters already in memory (reuse across proofs of one sector size).
     Loaded(Arc<Parameters<Bls12>>),
+    /// Sets already in memory, by parameter id: a process serving several
+    /// circuits with sets it made itself (test kits, benchmarks over
+    /// generated parameters). An id not in the map is
+    /// [`ParamsError::NotInMemory`].
+    ById(Arc<BTreeMap<String, Arc<Parameters<Bls12>>>>),
 }
 
 impl std::fmt::Debug for ParamsSource {
@@ -49,6 +55,7 @@ impl std::fmt::Debug for ParamsSource {
             Self::CacheDir(p) => f.debug_tuple("CacheDir").field(p).finish(),
             Self::File(p) => f.debug_tuple("File").field(p).finish(),
             Self::Loaded(p) => write!(f, "Loaded(h: {}, l: {})", p.h.len(), p.l.len()),
+            Self::ById(sets) => f.debug_tuple("ById").field(&sets.keys().collect::<Vec<_>>()).finish(),
         }
     }
 }
@@ -75,6 +82,10 @@ impl ParamsSource {
     pub fn load(&self, parameter_id: &str) -> Result<Arc<Parameters<Bls12>>, ParamsError> {
         match self {
             Self::Loaded(p) => Ok(p.clone()),
+            Self::ById(sets) => sets
+                .get(parameter_id)
+                .cloned()
+                .ok_or_else(|| ParamsError::NotInMemory { parameter_id: parameter_id.to_string() }),
             Self::File(path) => read_parameters(path).map(Arc::new),
             Self::CacheDir(dir) => read_parameters(&params_path(dir, parameter_id)).map(Arc::new),
         }
@@ -84,7 +95,7 @@ impl ParamsSource {
     /// parameters already in memory).
     pub fn path(&self, parameter_id: &str) -> Option<PathBuf> {
         match self {
-            Self::Loaded(_) => None,
+            Self::Loaded(_) | Self::ById(_) => None,
             Self::File(path) => Some(path.clone()),
             Self::CacheDir(dir) => Some(params_path(dir, parameter_id)),
         }
@@ -109,6 +120,12 @@ pub enum ParamsError {
     Missing {
         /// The path looked for.
         path: PathBuf,
+    },
+    /// [`ParamsSource::ById`] holds no set of this id.
+    #[error("no Groth16 parameters in memory for {parameter_id}")]
+    NotInMemory {
+        /// The parameter id asked for.
+        parameter_id: String,
     },
     /// Another I/O error.
     #[error("reading Groth16 parameters {path}: {source}")]

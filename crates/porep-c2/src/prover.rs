@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
-use c2_sched::{HostPermit, Pipeline, SchedError};
+use c2_sched::{on_host_pool, HostPermit, Pipeline, SchedError};
 use c2_synth::{instance_from_c1, ProofInstance};
 use ff::Field;
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
@@ -23,13 +23,26 @@ use crate::report::{PartitionReport, ProofReport};
 /// Size of one partition's proof: A (G1, 48) || B (G2, 96) || C (G1, 48).
 pub const SINGLE_PARTITION_PROOF_LEN: usize = 192;
 
-/// Draws `(r, s)` per partition the way bellperson's
-/// `create_random_proof_batch` does: all `r` first, then all `s`. With the
-/// same RNG state both give the same proof bytes.
+/// Partitions per bellperson batch in storage-proofs' `circuit_proofs`
+/// (`MAX_GROTH16_BATCH_SIZE`): a sector update's 16 partitions are proved
+/// as a batch of 10, then one of 6.
+const GROTH16_BATCH: usize = 10;
+
+/// Draws `(r, s)` per partition the way filecoin-proofs does: partitions in
+/// batches of [`GROTH16_BATCH`], and per batch bellperson's
+/// `create_random_proof_batch` draws all its `r` first, then all its `s`.
+/// With the same RNG state both give the same proof bytes.
 fn draw_blinding(rng: &mut dyn RngCore, partitions: usize) -> Vec<(Scalar, Scalar)> {
-    let r: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut *rng)).collect();
-    let s: Vec<Scalar> = (0..partitions).map(|_| Scalar::random(&mut *rng)).collect();
-    r.into_iter().zip(s).collect()
+    let mut pairs = Vec::with_capacity(partitions);
+    let mut left = partitions;
+    while left > 0 {
+        let batch = left.min(GROTH16_BATCH);
+        let r: Vec<Scalar> = (0..batch).map(|_| Scalar::random(&mut *rng)).collect();
+        let s: Vec<Scalar> = (0..batch).map(|_| Scalar::random(&mut *rng)).collect();
+        pairs.extend(r.into_iter().zip(s));
+        left -= batch;
+    }
+    pairs
 }
 
 /// The `(r, s)` pairs `randomness` gives for `partitions` partitions (drawn
@@ -94,7 +107,7 @@ pub(crate) fn prove_loaded(
     // parameters are read.
     let t = Instant::now();
     if config.check_vanilla_proofs {
-        instance.check_vanilla_proofs()?;
+        on_host_pool(config.pipeline.host_pool.as_deref(), || instance.check_vanilla_proofs())?;
     }
     let check_vanilla = t.elapsed();
     let t = Instant::now();
@@ -125,9 +138,12 @@ pub fn prove_instance(
     }
     let mut report = ProofReport { backend: format!("{:?}", config.backend), ..Default::default() };
 
+    // Host work on the proof's host pool (urgent proofs' ahead of the
+    // rest, where a service set one up), as its synthesis in the pipeline.
+    let host_pool = config.pipeline.host_pool.as_deref();
     if config.check_vanilla_proofs {
         let t = Instant::now();
-        instance.check_vanilla_proofs()?;
+        on_host_pool(host_pool, || instance.check_vanilla_proofs())?;
         report.check_vanilla = t.elapsed();
     }
 
@@ -279,7 +295,7 @@ pub fn prove_instance(
 
     if config.verify {
         let t = Instant::now();
-        verify_partitions(instance, &params.vk, &proofs)?;
+        on_host_pool(host_pool, || verify_partitions(instance, &params.vk, &proofs))?;
         report.verify = t.elapsed();
     }
 
@@ -316,7 +332,7 @@ pub fn verify_porep_c2(
         ParamsSource::CacheDir(dir) => read_verifying_key(&verifying_key_path(dir, instance.parameter_id()))?,
         // A .params file begins with its verifying key.
         ParamsSource::File(path) => read_verifying_key(path)?,
-        ParamsSource::Loaded(p) => p.vk.clone(),
+        ParamsSource::Loaded(_) | ParamsSource::ById(_) => params.load(instance.parameter_id())?.vk.clone(),
     };
     let proofs = proof
         .chunks(SINGLE_PARTITION_PROOF_LEN)

@@ -182,55 +182,9 @@ pub fn porep_request(id: &str, vanilla: &[u8], sector: u64, priority: proto::Pri
     }
 }
 
-/// Curio's WindowPoSt request (`WindowPoStCuzk` in `lib/ffi/cuzk_funcs.go`):
-/// Go's `fmt.Sprintf("wdpost-%d-%d-%d", minerID, partitionIdx, randomness[:8])`
-/// prints the byte slice as `[1 2 3 ...]`; `registered_proof` is the
-/// `abi.RegisteredPoStProof` number, `sector_size` the proof type's.
-pub fn curio_window_post(
-    miner: u64,
-    registered_proof: u64,
-    sector_size: u64,
-    randomness: &[u8],
-    vanilla_proofs: Vec<Vec<u8>>,
-    partition: u32,
-) -> proto::SubmitProofRequest {
-    let first8: Vec<String> = randomness.iter().take(8).map(u8::to_string).collect();
-    proto::SubmitProofRequest {
-        request_id: format!("wdpost-{miner}-{partition}-[{}]", first8.join(" ")),
-        proof_kind: WireKind::WindowPostPartition as i32,
-        sector_size,
-        registered_proof,
-        priority: proto::Priority::High as i32,
-        vanilla_proofs,
-        miner_id: miner,
-        randomness: randomness.to_vec(),
-        partition_index: partition,
-        ..Default::default()
-    }
-}
-
-/// Curio's WinningPoSt request (`WinningPoStCuzk`): id
-/// `fmt.Sprintf("winpost-%d-%x", minerID, randomness[:8])`, CRITICAL.
-pub fn curio_winning_post(
-    miner: u64,
-    registered_proof: u64,
-    sector_size: u64,
-    randomness: &[u8],
-    vanilla_proofs: Vec<Vec<u8>>,
-) -> proto::SubmitProofRequest {
-    let first8: String = randomness.iter().take(8).map(|b| format!("{b:02x}")).collect();
-    proto::SubmitProofRequest {
-        request_id: format!("winpost-{miner}-{first8}"),
-        proof_kind: WireKind::WinningPost as i32,
-        sector_size,
-        registered_proof,
-        priority: proto::Priority::Critical as i32,
-        vanilla_proofs,
-        miner_id: miner,
-        randomness: randomness.to_vec(),
-        ..Default::default()
-    }
-}
+/// Curio's WindowPoSt and WinningPoSt requests (the library's builders).
+#[allow(unused_imports)]
+pub use porep_c2_service::curio::{window_post as curio_window_post, winning_post as curio_winning_post};
 
 /// Waits for job `job` to end.
 pub async fn await_done(c: &mut ProvingEngineClient<Channel>, job: &str) -> proto::AwaitProofResponse {
