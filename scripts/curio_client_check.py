@@ -197,21 +197,22 @@ def main():
     check("WINNING_POST with undecodable vanilla proofs: FAILED naming them",
           r.status == pb.AwaitProofResponse.FAILED and "cannot be decoded" in r.error_message,
           f"status {r.status}: {r.error_message}")
-    # SnapDeals: not served yet, and said so.
+    # SnapDeals, as Curio's UpdateProve task sends it (proved and verified
+    # in the service's tests/update.rs): undecodable partition proofs FAILED
+    # with the reason.
     snap = pb.SubmitProofRequest(request_id=f"snap-{miner}-{sector}", proof_kind=pb.SNAP_DEALS_UPDATE,
-                                 sector_size=sector_size, registered_proof=0, priority=pb.NORMAL,
-                                 vanilla_proofs=[b"x"], sector_number=sector, miner_id=miner)
-    try:
-        engine.Prove(pb.ProveRequest(submit=snap), timeout=60)
-        check("SNAP_DEALS_UPDATE: UNIMPLEMENTED (not served yet)", False, "it answered")
-    except grpc.RpcError as e:
-        check("SNAP_DEALS_UPDATE: UNIMPLEMENTED (not served yet)", e.code() == grpc.StatusCode.UNIMPLEMENTED,
-              str(e.code()))
+                                 sector_size=2048, registered_proof=0, priority=pb.NORMAL,
+                                 vanilla_proofs=[b"x"], sector_number=sector, miner_id=miner,
+                                 comm_r_old=bytes(32), comm_r_new=bytes(32), comm_d_new=bytes(32))
+    r = prove(snap)
+    check("SNAP_DEALS_UPDATE with undecodable vanilla proofs: FAILED naming them",
+          r.status == pb.AwaitProofResponse.FAILED and "cannot be decoded" in r.error_message,
+          f"status {r.status}: {r.error_message}")
 
     status = engine.GetStatus(pb.GetStatusRequest(), timeout=10)
     drilled = 1 if os.environ.get("CURIO_CHECK_INJECTED_FAILURE") else 0
-    check(f"GetStatus totals: {1 + drilled} completed, {3 + drilled} failed",
-          (status.total_proofs_completed, status.total_proofs_failed) == (1 + drilled, 3 + drilled), str(status))
+    check(f"GetStatus totals: {1 + drilled} completed, {4 + drilled} failed",
+          (status.total_proofs_completed, status.total_proofs_failed) == (1 + drilled, 4 + drilled), str(status))
     text = engine.GetMetrics(pb.GetMetricsRequest(), timeout=10).prometheus_text
     check("GetMetrics labels by Curio's queue name",
           f'porep_c2_proofs_completed_total{{proof_kind="porep-c2"}} {1 + drilled}' in text, text[:400])

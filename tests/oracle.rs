@@ -71,6 +71,30 @@ fn shaped_circuit_proofs_are_bellpersons() {
     assert_eq!(ours, proof_bytes(&theirs));
 }
 
+/// A seeded proof of 16 partitions (a sector update's count) draws r and s
+/// as filecoin-proofs does: storage-proofs proves partitions in bellperson
+/// batches of at most 10, and each `create_random_proof_batch` draws its
+/// batch's r's, then its s's, from the one RNG.
+#[test]
+fn seeded_blinding_follows_filecoin_proofs_batches_of_ten() {
+    use bellperson::groth16::create_random_proof_batch;
+    use c2_testkit::synthetic::{random_parameters, SyntheticPorep, SyntheticShape};
+    let shape = SyntheticShape::porep_32gib().scaled(1 << 17);
+    let instance = SyntheticPorep::shaped_circuits(shape.clone(), 16);
+    let params = random_parameters(&shape, 8);
+    let seed = [42u8; 32];
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    let mut theirs = Vec::new();
+    for batch in [0..10, 10..16] {
+        let circuits = batch.map(|k| instance.circuit(k)).collect();
+        theirs.extend(create_random_proof_batch(circuits, &params, &mut rng).unwrap());
+    }
+    let pairs = porep_c2::blinding_pairs(&porep_c2::Randomness::Seed(seed), 16).unwrap();
+    let config = ProverConfig { verify: false, check_vanilla_proofs: false, ..ProverConfig::default() };
+    let (ours, _) = prove_instance(&instance, &params, &pairs, &config).unwrap();
+    assert_eq!(ours, proof_bytes(&theirs));
+}
+
 #[test]
 fn tiny_stacked_drg_proofs_are_bellpersons_and_verify() {
     let instance = demo::tiny_instance(&tiny_config()).unwrap();

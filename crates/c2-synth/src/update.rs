@@ -15,8 +15,9 @@ use bellperson::groth16;
 use blstrs::{Bls12, Scalar};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
-    SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB, SectorUpdateConfig,
-    SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB, SECTOR_SIZE_64_GIB, SECTOR_SIZE_8_MIB,
+    as_safe_commitment, SectorShape2KiB, SectorShape32GiB, SectorShape512MiB, SectorShape64GiB, SectorShape8MiB,
+    SectorUpdateConfig, SECTOR_SIZE_2_KIB, SECTOR_SIZE_32_GIB, SECTOR_SIZE_512_MIB, SECTOR_SIZE_64_GIB,
+    SECTOR_SIZE_8_MIB,
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
 use rand_core::RngCore;
@@ -102,13 +103,15 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> EmptySectorUpdateIn
         comm_r_new: &[u8; 32],
         comm_d_new: &[u8; 32],
     ) -> Result<Self, SynthError> {
-        let commitment = |bytes: &[u8; 32], name| {
-            TreeRDomain::try_from_bytes(bytes).map_err(|_| input_error(UpdateInputError::NonCanonical(name)))
-        };
-        let comm_r_old = commitment(comm_r_old, "comm_r_old")?;
-        let comm_r_new = commitment(comm_r_new, "comm_r_new")?;
-        let comm_d_new = TreeDDomain::try_from_bytes(comm_d_new)
-            .map_err(|_| input_error(UpdateInputError::NonCanonical("comm_d_new")))?;
+        // As filecoin-proofs' `as_safe_commitment`: the domains' own
+        // `try_from_bytes` accepts any 32 bytes, the circuit only field
+        // elements.
+        fn canonical<D: Domain>(bytes: &[u8; 32], name: &'static str) -> Result<D, SynthError> {
+            as_safe_commitment(bytes, name).map_err(|_| input_error(UpdateInputError::NonCanonical(name)))
+        }
+        let comm_r_old: TreeRDomain = canonical(comm_r_old, "comm_r_old")?;
+        let comm_r_new: TreeRDomain = canonical(comm_r_new, "comm_r_new")?;
+        let comm_d_new: TreeDDomain = canonical(comm_d_new, "comm_d_new")?;
         let sector_size = u64::from(config.sector_size);
         let params = PublicParams::from_sector_size(sector_size);
         let partitions = usize::from(config.update_partitions);

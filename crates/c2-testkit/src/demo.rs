@@ -174,7 +174,15 @@ pub fn ensure_parameters(
         return Ok((Arc::new(read_parameters(&path)?), false));
     }
     let mut rng = ChaCha20Rng::seed_from_u64(seed);
-    let params = instance.generate_parameters(&mut rng)?;
+    // From the recorded matrices where the shape has them (the same bytes
+    // as bellperson's generator for the same seed, several times faster:
+    // `crate::setup`); bellperson's own generator otherwise.
+    let params = match instance.record_matrices() {
+        Ok(m) => crate::setup::generate_parameters(&m, &crate::setup::draw(&mut rng))
+            .map_err(|e| Error::Synthesis(c2_synth::SynthError::Unsupported(format!("test set-up: {e}"))))?,
+        Err(c2_synth::MatrixError::Unsupported(_)) => instance.generate_parameters(&mut rng)?,
+        Err(e) => return Err(e.into()),
+    };
     write_parameters(&params, &path, Some(&verifying_key_path(dir, instance.parameter_id())))?;
     Ok((Arc::new(params), true))
 }

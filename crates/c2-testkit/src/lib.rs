@@ -9,6 +9,9 @@
 //!   measured witness mix and random parameters, for timing (their proofs
 //!   do not verify). The shapes themselves are in `c2-shapes`, a lighter
 //!   crate that the peer provers' benchmark uses without our prover.
+//! - [`setup`]: Groth16 test parameters from recorded constraint matrices,
+//!   bellperson's bytes for the same seed, several times faster (what
+//!   [`demo::ensure_parameters`] uses).
 //! - [`cli`]: the argument helpers the examples share.
 //! - `curve_check` (feature `cuda`): the GPU curve formulas against blstrs,
 //!   through the self-test kernel module (c2-cuda's `selftest` feature), so
@@ -23,6 +26,7 @@ pub mod curve_check;
 pub mod demo;
 #[cfg(feature = "cuda")]
 pub mod field_check;
+pub mod setup;
 pub mod synthetic;
 
 pub use c2_shapes::median;

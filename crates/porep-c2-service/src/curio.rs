@@ -1,5 +1,5 @@
-//! Requests as Curio builds them (`lib/ffi/cuzk_funcs.go`: `PoRepSnarkCuzk`,
-//! `WindowPoStCuzk`, `WinningPoStCuzk`), field for field, for the tests,
+//! Requests as Curio builds them (`lib/ffi/cuzk_funcs.go`: its PoRep,
+//! SnapDeals, WindowPoSt and WinningPoSt requests), field for field, for the tests,
 //! the device benchmarks and load tools: what a node really sends, not a
 //! dialect of our own.
 
@@ -79,6 +79,37 @@ pub fn winning_post(
     }
 }
 
+/// A SnapDeals update proof (`UpdateProveTask` through the cuzk client):
+/// id `fmt.Sprintf("snap-%d-%d", miner, number)`, NORMAL, one bincode
+/// `PartitionProof` per partition in `vanilla_proofs`, the commitments as
+/// raw 32 bytes (from the CIDs), the `abi.RegisteredUpdateProof` number.
+#[allow(clippy::too_many_arguments)]
+pub fn snap_update(
+    miner: u64,
+    sector_number: u64,
+    registered_proof: u64,
+    sector_size: u64,
+    vanilla_proofs: Vec<Vec<u8>>,
+    comm_r_old: &[u8; 32],
+    comm_r_new: &[u8; 32],
+    comm_d_new: &[u8; 32],
+) -> proto::SubmitProofRequest {
+    proto::SubmitProofRequest {
+        request_id: format!("snap-{miner}-{sector_number}"),
+        proof_kind: WireKind::SnapDealsUpdate as i32,
+        sector_size,
+        registered_proof,
+        priority: proto::Priority::Normal as i32,
+        vanilla_proofs,
+        sector_number,
+        miner_id: miner,
+        comm_r_old: comm_r_old.to_vec(),
+        comm_r_new: comm_r_new.to_vec(),
+        comm_d_new: comm_d_new.to_vec(),
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +121,6 @@ mod tests {
         assert_eq!(porep(1000, 7, 8, 32 << 30, vec![]).request_id, "porep-1000-7");
         assert_eq!(window_post(1000, 13, 32 << 30, &r, vec![], 2).request_id, "wdpost-1000-2-[1 2 3 4 5 6 7 8]");
         assert_eq!(winning_post(1000, 3, 32 << 30, &r, vec![]).request_id, "winpost-1000-0102030405060708");
+        assert_eq!(snap_update(1000, 7, 3, 32 << 30, vec![], &[0; 32], &[0; 32], &[0; 32]).request_id, "snap-1000-7");
     }
 }

@@ -9,13 +9,17 @@ use std::time::{Duration, Instant};
 
 use bellperson::groth16::Parameters;
 use blstrs::Bls12;
-use filecoin_proofs_api::{PoStType, RegisteredPoStProof, RegisteredSealProof};
+use filecoin_proofs_api::{PoStType, RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 use porep_c2::{
-    prove_porep_c2_with_report, prove_window_post_with_report, prove_winning_post_with_report, C1Input, CancelToken,
-    HostLanes, HostPool, PartitionEvent, Progress, ProofReport, ProverConfig, SectorId,
+    prove_empty_sector_update_with_report, prove_porep_c2_with_report, prove_window_post_with_report,
+    prove_winning_post_with_report, C1Input, CancelToken, HostLanes, HostPool, PartitionEvent, Progress, ProofReport,
+    ProverConfig, SectorId,
 };
 
-use crate::request::{prover_id_from_actor, registered_post_proof, registered_seal_proof, ProofKind, ProofRequest};
+use crate::request::{
+    prover_id_from_actor, registered_post_proof, registered_seal_proof, registered_update_proof, ProofKind,
+    ProofRequest,
+};
 
 /// Why a request did not give a proof.
 #[derive(Debug, thiserror::Error)]
@@ -234,7 +238,7 @@ impl Circuit {
             ProofKind::PorepSealCommit => Some("porep"),
             ProofKind::WindowPostPartition => Some("wpost"),
             ProofKind::WinningPost => Some("winning"),
-            ProofKind::SnapDealsUpdate => None,
+            ProofKind::SnapDealsUpdate => Some("snap"),
         }
     }
 
@@ -244,9 +248,9 @@ impl Circuit {
     }
 
     /// Every circuit this service proves: PoRep, WindowPoSt, WinningPoSt,
-    /// each smallest first.
+    /// SnapDeals, each smallest first.
     pub fn all() -> Vec<Self> {
-        [ProofKind::PorepSealCommit, ProofKind::WindowPostPartition, ProofKind::WinningPost]
+        [ProofKind::PorepSealCommit, ProofKind::WindowPostPartition, ProofKind::WinningPost, ProofKind::SnapDealsUpdate]
             .into_iter()
             .flat_map(|kind| SECTOR_SIZES.iter().map(move |&(_, sector_size)| Self { kind, sector_size }))
             .collect()
@@ -254,7 +258,7 @@ impl Circuit {
 
     /// The id (`porep-32g`).
     pub fn id(self) -> String {
-        let prefix = Self::prefix(self.kind).unwrap_or("snap");
+        let prefix = Self::prefix(self.kind).unwrap_or("?");
         let size = SECTOR_SIZES.iter().find(|(_, b)| *b == self.sector_size).map_or("?", |(s, _)| s);
         format!("{prefix}-{size}")
     }
@@ -278,7 +282,10 @@ impl Circuit {
                     .find(|rp| u64::from(rp.sector_size()) == size)
                     .map(|rp| (format!("{rp:?}"), rp.circuit_identifier()))
             }
-            ProofKind::SnapDealsUpdate => None,
+            ProofKind::SnapDealsUpdate => (0..5)
+                .filter_map(registered_update_proof)
+                .find(|rp| u64::from(rp.sector_size()) == size)
+                .map(|rp| (format!("{rp:?}"), rp.circuit_identifier())),
         };
         let (name, id) =
             found.ok_or_else(|| EngineError::Invalid(format!("no registered proof for circuit {}", self.id())))?;
@@ -379,7 +386,10 @@ impl Engine for FilecoinEngine {
                 let (rp, randomness) = post_request(request, PoStType::Winning)?;
                 prove_winning_post_with_report(rp, &randomness, prover_id, vanilla, &config)
             }
-            ProofKind::SnapDealsUpdate => return Err(EngineError::Unimplemented(request.kind)),
+            ProofKind::SnapDealsUpdate => {
+                let (rp, [old, new, d]) = update_request(request)?;
+                prove_empty_sector_update_with_report(rp, vanilla, &old, &new, &d, &config)
+            }
         };
         ProofOutput::from_result(result)
     }
@@ -485,6 +495,36 @@ pub fn post_request(request: &ProofRequest, typ: PoStType) -> Result<(Registered
     Ok((rp, randomness))
 }
 
+/// A SnapDeals request's registered update proof and commitments
+/// (`comm_r_old`, `comm_r_new`, `comm_d_new`), checked against what the
+/// request says of itself: the number is a registered update proof of the
+/// request's sector size, each commitment 32 bytes. (The vanilla proofs,
+/// and the commitments as field elements, are the facade's to check.)
+pub fn update_request(request: &ProofRequest) -> Result<(RegisteredUpdateProof, [[u8; 32]; 3]), EngineError> {
+    let number = request.registered_proof;
+    let rp = registered_update_proof(number)
+        .ok_or_else(|| EngineError::Invalid(format!("registered_proof {number} is not a registered update proof")))?;
+    let size = u64::from(rp.sector_size());
+    if request.sector_size != 0 && request.sector_size != size {
+        return Err(EngineError::Invalid(format!(
+            "registered_proof {number} ({rp:?}) is for {size} byte sectors, the request's sector_size is {}",
+            request.sector_size
+        )));
+    }
+    let commitment = |bytes: &[u8], name: &str| {
+        <[u8; 32]>::try_from(bytes)
+            .map_err(|_| EngineError::Invalid(format!("{name} is {} bytes; a commitment is 32", bytes.len())))
+    };
+    Ok((
+        rp,
+        [
+            commitment(&request.comm_r_old, "comm_r_old")?,
+            commitment(&request.comm_r_new, "comm_r_new")?,
+            commitment(&request.comm_d_new, "comm_d_new")?,
+        ],
+    ))
+}
+
 /// Curio's daemon proves the C1 output's own registered proof whatever
 /// number the request carries (Curio's supraseal batch path writes a fixed
 /// `StackedDrg32GiBV1_1` into the C1 output while the request has the
@@ -528,17 +568,22 @@ mod tests {
     #[test]
     fn circuit_ids_are_curios_for_every_size() {
         let all = Circuit::all();
-        assert_eq!(all.len(), 15);
+        assert_eq!(all.len(), 20);
         for c in &all {
             assert_eq!(Circuit::parse(&c.id()), Some(*c));
         }
         let ids: Vec<_> = all.iter().map(|c| c.id()).collect();
-        for curio in ["porep-32g", "porep-64g", "wpost-32g", "winning-32g", "porep-2k", "wpost-512m", "winning-8m"] {
+        for curio in
+            ["porep-32g", "porep-64g", "wpost-32g", "winning-32g", "snap-32g", "snap-64g", "porep-2k", "snap-2k"]
+        {
             assert!(ids.iter().any(|id| id == curio), "{curio}");
         }
-        assert_eq!(Circuit::parse("snap-32g"), None, "not served yet");
+        assert_eq!(Circuit::parse("snap-1t"), None);
         assert_eq!(circuit_sector_size("wpost-2k"), Some(2048));
-        assert_eq!(known_circuits(), "porep-2k .. porep-64g, wpost-2k .. wpost-64g, winning-2k .. winning-64g");
+        assert_eq!(
+            known_circuits(),
+            "porep-2k .. porep-64g, wpost-2k .. wpost-64g, winning-2k .. winning-64g, snap-2k .. snap-64g"
+        );
     }
 
     #[test]
@@ -551,6 +596,7 @@ mod tests {
         assert_eq!(id("wpost-32g"), StackedDrgWindow32GiBV1_2.circuit_identifier().unwrap());
         assert_eq!(id("wpost-32g"), StackedDrgWindow32GiBV1.circuit_identifier().unwrap());
         assert_ne!(id("wpost-32g"), id("winning-32g"));
+        assert_eq!(id("snap-32g"), RegisteredUpdateProof::StackedDrg32GiBV1.circuit_identifier().unwrap());
     }
 
     #[test]

@@ -12,15 +12,16 @@
 //!                                     ▼
 //!                                   FilecoinEngine ──► porep_c2::prove_porep_c2_with_report
 //!                                                  ├─► porep_c2::prove_window_post_with_report
-//!                                                  └─► porep_c2::prove_winning_post_with_report
+//!                                                  ├─► porep_c2::prove_winning_post_with_report
+//!                                                  └─► porep_c2::prove_empty_sector_update_with_report
 //! ```
 //! The process keeps the facades' parameter cache and GPU backend for its
 //! lifetime, so parameters are read once and stay on the devices across
 //! proofs. `POREP_SEAL_COMMIT` (raw C1 JSON or Curio's envelope),
-//! `WINDOW_POST_PARTITION` and `WINNING_POST` (bincode vanilla proofs) are
-//! proved on the same workers, PoSt ahead of queued C2 by priority;
-//! `SNAP_DEALS_UPDATE` (which Curio also sends to its `[Cuzk] Address`) is
-//! answered `UNIMPLEMENTED` until its engine lands. Every returned
+//! `WINDOW_POST_PARTITION`, `WINNING_POST` and `SNAP_DEALS_UPDATE` (bincode
+//! vanilla proofs): every kind Curio sends to its `[Cuzk] Address`, proved
+//! on the same workers, PoSt ahead of queued C2 and SnapDeals by priority
+//! (GPU turns and, with host lanes, host threads). Every returned
 //! proof was verified by the facade. The job table holds results, never
 //! request bodies once a job ends, and a request beyond `max_pending` is
 //! refused before its body is read.
@@ -45,13 +46,14 @@ pub mod proto {
 
 pub use config::ServiceConfig;
 pub use engine::{
-    check_registered_proof, circuit_sector_size, known_circuits, post_request, request_config, Circuit, Engine,
-    EngineError, FilecoinEngine, LoadedSet, Placement, ProofOutput, SECTOR_SIZES,
+    check_registered_proof, circuit_sector_size, known_circuits, post_request, request_config, update_request, Circuit,
+    Engine, EngineError, FilecoinEngine, LoadedSet, Placement, ProofOutput, SECTOR_SIZES,
 };
 pub use jobs::{Jobs, JobsConfig};
 pub use metrics::Metrics;
 pub use request::{
-    prover_id_from_actor, registered_post_proof, registered_seal_proof, ProofKind, ProofRequest, RequestInfo,
+    prover_id_from_actor, registered_post_proof, registered_seal_proof, registered_update_proof, ProofKind,
+    ProofRequest, RequestInfo,
 };
 pub use server::{serve, serve_with, Listen, ServeError, ServeOptions};
 pub use service::ProvingService;

@@ -1,7 +1,7 @@
 //! A proof request as the service's engines see it: the wire message's
 //! fields, decoded and checked once, independent of protobuf.
 
-use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof};
+use filecoin_proofs_api::{RegisteredPoStProof, RegisteredSealProof, RegisteredUpdateProof};
 
 use crate::proto;
 
@@ -248,6 +248,15 @@ pub fn registered_seal_proof(number: u64) -> Option<RegisteredSealProof> {
         StackedDrg32GiBV1_2_Feat_NonInteractivePoRep,
         StackedDrg64GiBV1_2_Feat_NonInteractivePoRep,
     ];
+    ALL.get(usize::try_from(number).ok()?).copied()
+}
+
+/// A registered update proof (SnapDeals) from its `abi.RegisteredUpdateProof`
+/// number: 0-4 for 2 KiB .. 64 GiB (filecoin-ffi's order).
+pub fn registered_update_proof(number: u64) -> Option<RegisteredUpdateProof> {
+    use RegisteredUpdateProof::*;
+    const ALL: [RegisteredUpdateProof; 5] =
+        [StackedDrg2KiBV1, StackedDrg8MiBV1, StackedDrg512MiBV1, StackedDrg32GiBV1, StackedDrg64GiBV1];
     ALL.get(usize::try_from(number).ok()?).copied()
 }
 
