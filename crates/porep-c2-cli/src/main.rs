@@ -24,6 +24,7 @@ mod post;
 mod prove;
 mod serve;
 mod synthetic_engine;
+mod update;
 mod verify;
 
 use std::path::PathBuf;
@@ -70,6 +71,14 @@ enum Command {
     /// their vanilla proofs (filecoin-proofs' challenge and vanilla-proof
     /// functions), optionally with random parameters for the circuit.
     MakePost(post::MakePostArgs),
+    /// Prove a SnapDeals sector update from a request file (the fields
+    /// Curio sends: registered update proof, the three commitments, bincode
+    /// partition proofs as base64).
+    ProveUpdate(update::ProveUpdateArgs),
+    /// Make an update request file: seal a sector with filecoin-proofs,
+    /// encode new data into it and write its partition vanilla proofs,
+    /// optionally with random parameters for the circuit.
+    MakeUpdate(update::MakeUpdateArgs),
 }
 
 /// The prover's settings shared by `prove`, `bench` and `serve`.
@@ -200,6 +209,8 @@ fn main() {
         Command::Verify(a) => verify::run(a),
         Command::ProvePost(a) => post::run_prove(a),
         Command::MakePost(a) => post::run_make(a),
+        Command::ProveUpdate(a) => update::run_prove(a),
+        Command::MakeUpdate(a) => update::run_make(a),
     };
     if let Err(e) = result {
         eprintln!("porep-c2: error: {e:#}");

@@ -276,7 +276,7 @@ fn randomness_of(seed: u64) -> [u8; 32] {
 }
 
 /// `2KiB`, `8MiB`, ... of a sector size.
-fn size_name(bytes: u64) -> String {
+pub(crate) fn size_name(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{}GiB", b >> 30),
         b if b >= 1 << 20 => format!("{}MiB", b >> 20),

@@ -14,7 +14,9 @@ fn text(o: &Output) -> String {
 
 #[test]
 fn every_subcommand_answers_help() {
-    for sub in ["prove", "bench", "make-c1", "check-params", "serve", "prove-post", "make-post"] {
+    for sub in
+        ["prove", "bench", "make-c1", "check-params", "serve", "prove-post", "make-post", "prove-update", "make-update"]
+    {
         let o = porep_c2(&[sub, "--help"]);
         assert!(o.status.success(), "{sub}: {}", text(&o));
         assert!(text(&o).contains("Usage: porep-c2"), "{sub}: {}", text(&o));
@@ -218,4 +220,46 @@ fn make_post_and_prove_post_window_and_winning() {
         assert_eq!(o.status.code(), Some(1), "{}", text(&o));
         assert!(text(&o).contains("do not verify"), "{}", text(&o));
     }
+}
+
+/// `make-update` seals and updates a 2 KiB sector and writes Curio's
+/// SnapDeals fields; `prove-update` proves them on the CPU and
+/// filecoin-proofs' verifier accepts the proof; swapped commitments are
+/// refused with the reason. The update circuit's parameters (~2 minutes at
+/// 2 KiB) are the tests' shared set in `target/tmp/test-params`.
+#[test]
+fn make_update_and_prove_update() {
+    let params = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("test-params");
+    std::env::set_var("FIL_PROOFS_PARAMETER_CACHE", &params);
+    let params = params.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let (request, proof) = (path("update.json"), path("update.hex"));
+    let o = porep_c2(&["make-update", "--sector", "9", "--seed", "11", "--out", &request, "--gen-params", params]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = porep_c2(&["prove-update", &request, "--backend", "cpu", "--params-dir", params, "--out", &proof]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    let file: serde_json::Value = serde_json::from_slice(&std::fs::read(&request).unwrap()).unwrap();
+    let hex32 = |v: &serde_json::Value| -> [u8; 32] { hex::decode(v.as_str().unwrap()).unwrap().try_into().unwrap() };
+    let bytes = hex::decode(std::fs::read_to_string(&proof).unwrap().trim()).unwrap();
+    assert_eq!(bytes.len(), 192);
+    let ok = filecoin_proofs_api::update::verify_empty_sector_update_proof(
+        filecoin_proofs_api::RegisteredUpdateProof::StackedDrg2KiBV1,
+        &bytes,
+        hex32(&file["comm_r_old"]),
+        hex32(&file["comm_r_new"]),
+        hex32(&file["comm_d_new"]),
+    )
+    .unwrap();
+    assert!(ok, "filecoin-proofs' verifier accepts the proof");
+
+    let mut swapped = file.clone();
+    swapped["comm_r_old"] = file["comm_r_new"].clone();
+    swapped["comm_r_new"] = file["comm_r_old"].clone();
+    let bad = path("swapped.json");
+    std::fs::write(&bad, serde_json::to_vec(&swapped).unwrap()).unwrap();
+    let o = porep_c2(&["prove-update", &bad, "--backend", "cpu", "--params-dir", params]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(text(&o).contains("does not verify against comm_r_old"), "{}", text(&o));
 }
