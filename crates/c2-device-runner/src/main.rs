@@ -32,6 +32,9 @@
 //!     [--only daemon --daemon-winning 8 --daemon-c2 4]  (the service in this process, Curio's requests:
 //!         registered 2 KiB WindowPoSt / WinningPoSt verified; WinningPoSt 32 GiB latency alone and
 //!         under a 32 GiB C2 load, host lanes on and off; random parameters: timing only)
+//!     [--only update --update-sizes 2k,32g --update-proofs 2]  (SnapDeals test updates at full size:
+//!         vanilla verifier, a·b = c, witness path == circuit path bytes, end-to-end time; random
+//!         parameters of the circuit's lengths: timing only)
 //!     [--only post --post-sizes 2k,32g --post-kinds window,winning --post-proofs 3]  (WindowPoSt / WinningPoSt test sectors at
 //!         full size: vanilla verifier, native witness == gadgets', a·b = c, witness path == circuit
 //!         path's bytes, end-to-end time; random parameters of the circuit's lengths: timing only)
@@ -62,6 +65,7 @@ mod peers;
 mod post;
 mod real;
 mod registered;
+mod update;
 
 struct Report {
     checks: Vec<(String, bool)>,
@@ -649,6 +653,21 @@ fn main() {
             post_kinds.contains(&kind)
         })
         .collect();
+    // --only update: SnapDeals test updates at full size (--update-sizes
+    // 2k,32g; --update-proofs 2 end-to-end proofs each).
+    let run_update = only.as_deref() == Some("update");
+    let update_sizes: Vec<&str> = args
+        .iter()
+        .position(|a| a == "--update-sizes")
+        .and_then(|i| args.get(i + 1))
+        .map_or("32g", |v| v.as_str())
+        .split(',')
+        .collect();
+    let update_types = update::proofs_of(&update_sizes).unwrap_or_else(|e| {
+        println!("FAIL: {e}");
+        std::process::exit(1)
+    });
+    let update_proofs = list("--update-proofs", &[2]).first().map_or(2, |&n| n as usize);
     // --only daemon: PoSt through the service in this process (registered
     // 2 KiB verified; WinningPoSt 32 GiB latency alone and under C2 load).
     let run_daemon = only.as_deref() == Some("daemon");
@@ -761,6 +780,11 @@ fn main() {
     if run_post {
         if let Err(e) = post::bench(&mut report, &post_types, post_proofs) {
             report.check(format!("PoSt bench aborted: {e}"), false);
+        }
+    }
+    if run_update {
+        if let Err(e) = update::bench(&mut report, &update_types, update_proofs) {
+            report.check(format!("update bench aborted: {e}"), false);
         }
     }
     if run_daemon {

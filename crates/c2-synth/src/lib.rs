@@ -25,6 +25,7 @@ mod porep;
 mod post;
 mod post_sectors;
 mod update;
+mod update_sectors;
 
 pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
@@ -36,6 +37,7 @@ pub use porep::{instance_from_c1, StackedInstance};
 pub use post::{post_instance, FallbackPoStInstance, PoStInputError, PoStKind};
 pub use post_sectors::{post_test_sectors, PoStTestSector};
 pub use update::{update_instance, EmptySectorUpdateInstance, UpdateInputError};
+pub use update_sectors::{update_test_sector, UpdateTestSector};
 
 /// Errors of the synthesis stage; each names what was wrong with the input.
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,129 @@
+//! SnapDeals updates at full size on the GPU workers (issue 40): test
+//! updates made without a sector (`c2_synth::update_test_sector`: every
+//! partition passes storage-proofs-update's verifier), the circuit's a·b = c
+//! at full size on partition 0, random Groth16 parameters of the circuit's
+//! lengths (timing only: the proofs do not verify), the whole update proved
+//! by the witness path (a, b, c on the device from the recorded matrices)
+//! and by the circuit path, bytes equal for the same r, s; then the witness
+//! path's end-to-end time over several proofs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use blstrs::Scalar;
+use c2_synth::{check_satisfied, update_instance, update_test_sector, ProofInstance};
+use filecoin_proofs_api::RegisteredUpdateProof;
+use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
+use porep_c2::{prove_instance, MatrixStore, PipelineConfig, ProverConfig, SynthesisPath};
+
+use crate::post::random_params_of;
+use crate::real::summary;
+use crate::Report;
+
+/// The registered update proofs of `--update-sizes` (2k, 8m, 512m, 32g, 64g).
+pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredUpdateProof>, String> {
+    use RegisteredUpdateProof::*;
+    sizes
+        .iter()
+        .map(|s| match *s {
+            "2k" => Ok(StackedDrg2KiBV1),
+            "8m" => Ok(StackedDrg8MiBV1),
+            "512m" => Ok(StackedDrg512MiBV1),
+            "32g" => Ok(StackedDrg32GiBV1),
+            "64g" => Ok(StackedDrg64GiBV1),
+            other => Err(format!("--update-sizes: unknown size {other} (2k, 8m, 512m, 32g, 64g)")),
+        })
+        .collect()
+}
+
+/// Runs the checks and timings for each registered update proof, `proofs`
+/// end-to-end proofs each.
+pub fn bench(r: &mut Report, types: &[RegisteredUpdateProof], proofs: usize) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
+    for &rp in types {
+        let t = Instant::now();
+        let u = update_test_sector(rp, 7).map_err(|x| e(&x))?;
+        let make = |u: &c2_synth::UpdateTestSector| {
+            update_instance(rp, &u.vanilla_proofs, &u.comm_r_old, &u.comm_r_new, &u.comm_d_new).map_err(|x| e(&x))
+        };
+        let instance: Arc<dyn ProofInstance> = Arc::from(make(&u)?);
+        let made_in = t.elapsed();
+        let t = Instant::now();
+        let vanilla_ok = instance.check_vanilla_proofs().is_ok();
+        let partitions = instance.num_partitions();
+        println!("update {rp:?}: test update of {partitions} partitions made in {made_in:.1?}, vanilla verifier in {:.1?}", t.elapsed());
+        r.check(format!("update {rp:?}: the test update passes the vanilla verifier ({partitions} partitions)"), vanilla_ok);
+
+        let t = Instant::now();
+        let (_, aux) = instance.synthesize_witness(0).map_err(|x| e(&x))?;
+        let witness_s = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let full = instance.synthesize_partition(0).map_err(|x| e(&x))?;
+        let record_s = t.elapsed().as_secs_f64();
+        let constraints = full.a.len();
+        let satisfied = check_satisfied(&full);
+        r.check(format!("update {rp:?}: partition 0's a·b = c over {constraints} constraints"), satisfied.is_ok());
+        r.check(format!("update {rp:?}: the witness == the circuit record's"), full.aux_assignment == aux);
+        drop((full, aux));
+        let line = format!(
+            "update {rp:?}: {constraints} constraints per partition; witness (gadgets) {witness_s:.2} s, circuit record {record_s:.2} s per partition"
+        );
+        println!("{line}");
+        r.bench.push(line);
+
+        let store = Arc::new(MatrixStore::default());
+        let (params, line) = random_params_of(&store, instance.as_ref(), 9)?;
+        println!("update {rp:?}: {line}");
+        let t = Instant::now();
+        let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
+        println!("update {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
+        let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); partitions];
+        let config = |synthesis| ProverConfig {
+            backend: backend.clone(),
+            retry_backend: None,
+            verify: false,
+            check_vanilla_proofs: false,
+            synthesis,
+            matrices: store.clone(),
+            pipeline: PipelineConfig { synthesis_workers: backend.consumers(), ..Default::default() },
+            ..ProverConfig::default()
+        };
+        let mut results = Vec::new();
+        for (label, synthesis) in [
+            ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
+            ("circuit path, a, b, c from the host", SynthesisPath::Circuit),
+        ] {
+            let t = Instant::now();
+            let (bytes, rep) =
+                prove_instance(instance.as_ref(), &params, &pairs, &config(synthesis)).map_err(|x| e(&x))?;
+            let line = format!("update {rp:?} {}", summary(label, t.elapsed().as_secs_f64(), &rep));
+            println!("{line}");
+            r.bench.push(line);
+            results.push(bytes);
+        }
+        r.check(
+            format!("update {rp:?}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
+            results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * partitions,
+        );
+        let mut walls = Vec::new();
+        for _ in 0..proofs {
+            let t = Instant::now();
+            let instance = make(&u)?;
+            instance.check_vanilla_proofs().map_err(|x| e(&x))?;
+            prove_instance(instance.as_ref(), &params, &pairs, &config(SynthesisPath::Matrices { cache_dir: None }))
+                .map_err(|x| e(&x))?;
+            walls.push(t.elapsed().as_secs_f64());
+        }
+        if !walls.is_empty() {
+            let line = format!(
+                "update {rp:?}: end to end, {partitions} partitions (decode, vanilla check, witness, GPU, assembly; random parameters, timing only) {} s per proof",
+                walls.iter().map(|w| format!("{w:.2}")).collect::<Vec<_>>().join(" / ")
+            );
+            println!("{line}");
+            r.bench.push(line);
+        }
+        backend.evict(instance.parameter_id(), &params);
+    }
+    Ok(())
+}
