@@ -105,9 +105,7 @@ fn bellperson<T: 'static + MerkleTreeTrait<Hasher = TreeRHasher>>(
     let circuits: Vec<_> = proofs
         .iter()
         .enumerate()
-        .map(|(k, p)| {
-            EmptySectorUpdateCompound::<T>::circuit(&pub_inputs, Default::default(), p, &pub_params, Some(k)).unwrap()
-        })
+        .map(|(k, p)| EmptySectorUpdateCompound::<T>::circuit(&pub_inputs, (), p, &pub_params, Some(k)).unwrap())
         .collect();
     let n = circuits.len();
     let proofs = create_proof_batch(circuits, params, vec![Scalar::from(r); n], vec![Scalar::from(s); n]).unwrap();

@@ -6,8 +6,10 @@
 //! 1. Registered 2 KiB, verified: sealed 2 KiB sectors, filecoin-proofs'
 //!    vanilla proofs, Groth16 parameters generated for the PoSt circuits
 //!    (written as filecoin-proofs names them); WindowPoSt (one partition of
-//!    two sectors) and WinningPoSt through the daemon on the GPU workers,
-//!    accepted by `verify_window_post` / `verify_winning_post`.
+//!    two sectors), WinningPoSt and a SnapDeals update of a third sector
+//!    through the daemon on the GPU workers, accepted by
+//!    `verify_window_post` / `verify_winning_post` /
+//!    `verify_empty_sector_update_proof`.
 //! 2. WinningPoSt 32 GiB latency: alone, then while the GPU proves 32 GiB
 //!    C2 sectors (CC test sectors in Curio's envelope, two at once), with
 //!    the host lanes on (`[jobs] background_nice = 10`, the default) and
@@ -20,7 +22,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use c2_synth::{
-    cc_sector, instance_from_c1, post_instance, post_test_sectors, CcSectorConfig, PoStKind, ProofInstance,
+    cc_sector, instance_from_c1, post_instance, post_test_sectors, update_instance, CcSectorConfig, PoStKind,
+    ProofInstance,
 };
 use c2_testkit::demo::{self, SealedSector};
 use filecoin_proofs_api::post as api;
@@ -154,7 +157,24 @@ fn registered_2k(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path) -> R
         let instance = post_instance(rp, kind, rand, &prover_id, v).map_err(|x| e(&x))?;
         demo::ensure_parameters(instance.as_ref(), &params_dir, 11).map_err(|x| e(&x))?;
     }
-    println!("daemon 2k: 2 sealed sectors, vanilla proofs and PoSt parameters in {:.1?}", t.elapsed());
+    // A SnapDeals update of a third sector (abi.RegisteredUpdateProof 0).
+    let key = demo::seal_registered_for(
+        RegisteredSealProof::StackedDrg2KiBV1_1,
+        &work.join("sector-2"),
+        62,
+        Some(prover_id),
+        Some(202),
+    )
+    .map_err(|x| e(&x))?;
+    let update = demo::update_sector(&key, 63).map_err(|x| e(&x))?;
+    let u = &update;
+    let instance = update_instance(u.registered_proof, &u.vanilla_proofs, &u.comm_r_old, &u.comm_r_new, &u.comm_d_new)
+        .map_err(|x| e(&x))?;
+    demo::ensure_parameters(instance.as_ref(), &params_dir, 11).map_err(|x| e(&x))?;
+    println!(
+        "daemon 2k: 3 sealed sectors (one updated), vanilla proofs and PoSt / update parameters in {:.1?}",
+        t.elapsed()
+    );
 
     let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     let config = ProverConfig {
@@ -166,16 +186,35 @@ fn registered_2k(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path) -> R
     };
     let lanes = HostLanes::new(0, 10, URGENT_PRIORITY).map_err(|x| e(&x))?;
     let engine: Arc<dyn Engine> = Arc::new(FilecoinEngine::new(config).with_host_lanes(lanes));
-    let (window, winning) = rt.block_on(async {
+    let (window, winning, snap) = rt.block_on(async {
         let daemon = Daemon::start(engine, JobsConfig::default(), &work.join("2k.sock")).await?;
         let mut c = daemon.client().await?;
         let window =
             prove(&mut c, curio::window_post(MINER, 10, 2048, &window_rand, window_vanilla.clone(), 0)).await?;
         let winning =
             prove(&mut c, curio::winning_post(MINER, 0, 2048, &winning_rand, winning_vanilla.clone())).await?;
+        let snap = curio::snap_update(
+            MINER,
+            202,
+            0,
+            2048,
+            u.vanilla_proofs.clone(),
+            &u.comm_r_old,
+            &u.comm_r_new,
+            &u.comm_d_new,
+        );
+        let snap = prove(&mut c, snap).await?;
         daemon.stop().await;
-        Ok::<_, String>((window, winning))
+        Ok::<_, String>((window, winning, snap))
     })?;
+    let snap_ok = completed(&snap) && u.verify(&snap.proof).unwrap_or(false);
+    r.check(
+        format!(
+            "daemon 2k: Curio's SnapDeals request proved on the GPU workers ({} ms in the daemon), verify_empty_sector_update_proof accepts",
+            snap.total_ms
+        ),
+        snap_ok,
+    );
     let replicas: BTreeMap<SectorId, _> = all.iter().map(|s| (s.sector_id, s.public_replica(window_rp))).collect();
     let window_ok = completed(&window)
         && api::verify_window_post(&window_rand, &[(window_rp, &window.proof[..])], &replicas, prover_id)

@@ -52,8 +52,14 @@ pub fn bench(r: &mut Report, types: &[RegisteredUpdateProof], proofs: usize) -> 
         let t = Instant::now();
         let vanilla_ok = instance.check_vanilla_proofs().is_ok();
         let partitions = instance.num_partitions();
-        println!("update {rp:?}: test update of {partitions} partitions made in {made_in:.1?}, vanilla verifier in {:.1?}", t.elapsed());
-        r.check(format!("update {rp:?}: the test update passes the vanilla verifier ({partitions} partitions)"), vanilla_ok);
+        println!(
+            "update {rp:?}: test update of {partitions} partitions made in {made_in:.1?}, vanilla verifier in {:.1?}",
+            t.elapsed()
+        );
+        r.check(
+            format!("update {rp:?}: the test update passes the vanilla verifier ({partitions} partitions)"),
+            vanilla_ok,
+        );
 
         let t = Instant::now();
         let (_, aux) = instance.synthesize_witness(0).map_err(|x| e(&x))?;

@@ -154,7 +154,7 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> EmptySectorUpdateIn
         no_panic(k, || {
             <EmptySectorUpdateCompound<TreeR> as CompoundProof<EmptySectorUpdate<TreeR>, _>>::circuit(
                 &self.inputs,
-                Default::default(),
+                (),
                 proof,
                 &self.params,
                 Some(k),
