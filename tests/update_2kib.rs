@@ -215,7 +215,7 @@ fn bad_update_input_is_a_typed_error_before_any_parameters() {
 /// `verify_empty_sector_update_proof`. Quoted, not run by default:
 /// `cargo test --release -p porep-c2 --test update_2kib -- --ignored`.
 #[test]
-#[ignore = "8 MiB: sealing, ~11 M constraints per partition; see BENCHMARKS.md for its time"]
+#[ignore = "8 MiB: ~11 M constraints per partition; for a many-core host (2 cores: parameters 18 min, bellperson's CPU proof over 12 min)"]
 fn update_8mib_is_bellpersons_and_verifies() {
     fixture();
     let work = tempfile::tempdir().unwrap();
