@@ -2,7 +2,7 @@
 //! flow (PC1, PC2, C1) -> `prove_porep_c2` -> `filecoin_proofs::verify_seal`.
 //!
 //! Ignored by default: the first run generates random 2 KiB Groth16
-//! parameters (~14 minutes and ~5 GB of RAM on 2 cores). They are cached
+//! parameters (~2.5 minutes on 2 cores, from the recorded matrices). They are cached
 //! outside the repository:
 //!
 //! ```text
@@ -22,7 +22,7 @@ use filecoin_proofs_api::RegisteredSealProof;
 use porep_c2::{prove_porep_c2_with_report, ParamsSource, ProverConfig, Randomness};
 
 #[test]
-#[ignore = "generates 2 KiB parameters on first run (~14 min on 2 cores); see the file's docs"]
+#[ignore = "generates 2 KiB parameters on first run (~2.5 min on 2 cores); see the file's docs"]
 fn registered_2kib_c1_to_verify_seal() {
     let _ = env_logger::builder().is_test(true).try_init();
     // filecoin-proofs reads its settings once per process: set the folder

@@ -18,7 +18,7 @@ use c2_synth::{check_satisfied, post_instance, post_test_sectors, PoStKind, Proo
 use c2_testkit::synthetic::random_parameters_with_lengths;
 use filecoin_proofs_api::RegisteredPoStProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::{prove_instance, MatrixStore, PipelineConfig, ProverConfig, SynthesisPath};
+use porep_c2::{prove_instance, Backend, MatrixStore, PipelineConfig, ProverConfig, SynthesisPath};
 
 use crate::real::summary;
 use crate::Report;
@@ -66,6 +66,52 @@ pub fn random_params_of(
         t.elapsed()
     );
     Ok((params, line))
+}
+
+/// A configuration for timing over random parameters: every worker of
+/// `backend`, matrices from `store`, no vanilla check and no verification
+/// (the proofs cannot verify).
+pub(crate) fn timing_config(backend: &Backend, store: &Arc<MatrixStore>, synthesis: SynthesisPath) -> ProverConfig {
+    ProverConfig {
+        backend: backend.clone(),
+        retry_backend: None,
+        verify: false,
+        check_vanilla_proofs: false,
+        synthesis,
+        matrices: store.clone(),
+        pipeline: PipelineConfig { synthesis_workers: backend.consumers(), ..Default::default() },
+        ..ProverConfig::default()
+    }
+}
+
+/// Proves `instance` by the witness path (a, b, c on the device from the
+/// recorded matrices) and by the circuit path with the same r, s, prints
+/// both timings under `tag`, and checks the bytes are equal.
+pub(crate) fn witness_vs_circuit(
+    r: &mut Report,
+    tag: &str,
+    instance: &dyn ProofInstance,
+    params: &Parameters<Bls12>,
+    pairs: &[(Scalar, Scalar)],
+    config: &dyn Fn(SynthesisPath) -> ProverConfig,
+) -> Result<(), String> {
+    let mut results = Vec::new();
+    for (label, synthesis) in [
+        ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
+        ("circuit path, a, b, c from the host", SynthesisPath::Circuit),
+    ] {
+        let t = Instant::now();
+        let (bytes, rep) = prove_instance(instance, params, pairs, &config(synthesis)).map_err(|x| x.to_string())?;
+        let line = format!("{tag} {}", summary(label, t.elapsed().as_secs_f64(), &rep));
+        println!("{line}");
+        r.bench.push(line);
+        results.push(bytes);
+    }
+    r.check(
+        format!("{tag}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
+        results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * pairs.len(),
+    );
+    Ok(())
 }
 
 /// Runs the checks and timings for each registered PoSt proof, `proofs`
@@ -136,34 +182,8 @@ pub fn bench(r: &mut Report, types: &[RegisteredPoStProof], proofs: usize) -> Re
         let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
         println!("post {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64))];
-        let config = |synthesis| ProverConfig {
-            backend: backend.clone(),
-            retry_backend: None,
-            verify: false,
-            check_vanilla_proofs: false,
-            synthesis,
-            matrices: store.clone(),
-            pipeline: PipelineConfig { synthesis_workers: backend.consumers(), ..Default::default() },
-            ..ProverConfig::default()
-        };
-        let mut results = Vec::new();
-        for (label, synthesis) in [
-            ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
-            ("circuit path, a, b, c from the host", SynthesisPath::Circuit),
-        ] {
-            let t = Instant::now();
-            let (bytes, rep) =
-                prove_instance(instance.as_ref(), &params, &pairs, &config(synthesis)).map_err(|x| e(&x))?;
-            let wall = t.elapsed().as_secs_f64();
-            let line = format!("post {rp:?} {}", summary(label, wall, &rep));
-            println!("{line}");
-            r.bench.push(line);
-            results.push(bytes);
-        }
-        r.check(
-            format!("post {rp:?}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
-            results.len() == 2 && results[0] == results[1] && !results[0].is_empty(),
-        );
+        let config = |synthesis| timing_config(&backend, &store, synthesis);
+        witness_vs_circuit(r, &format!("post {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
         // End to end (instance decode and vanilla check included), one
         // proof at a time: what a request costs once the set is resident.
         let mut walls = Vec::new();

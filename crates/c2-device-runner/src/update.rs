@@ -14,10 +14,9 @@ use blstrs::Scalar;
 use c2_synth::{check_satisfied, update_instance, update_test_sector, ProofInstance};
 use filecoin_proofs_api::RegisteredUpdateProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
-use porep_c2::{prove_instance, MatrixStore, PipelineConfig, ProverConfig, SynthesisPath};
+use porep_c2::{prove_instance, MatrixStore, SynthesisPath};
 
-use crate::post::random_params_of;
-use crate::real::summary;
+use crate::post::{random_params_of, timing_config, witness_vs_circuit};
 use crate::Report;
 
 /// The registered update proofs of `--update-sizes` (2k, 8m, 512m, 32g, 64g).
@@ -85,33 +84,8 @@ pub fn bench(r: &mut Report, types: &[RegisteredUpdateProof], proofs: usize) -> 
         let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
         println!("update {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); partitions];
-        let config = |synthesis| ProverConfig {
-            backend: backend.clone(),
-            retry_backend: None,
-            verify: false,
-            check_vanilla_proofs: false,
-            synthesis,
-            matrices: store.clone(),
-            pipeline: PipelineConfig { synthesis_workers: backend.consumers(), ..Default::default() },
-            ..ProverConfig::default()
-        };
-        let mut results = Vec::new();
-        for (label, synthesis) in [
-            ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
-            ("circuit path, a, b, c from the host", SynthesisPath::Circuit),
-        ] {
-            let t = Instant::now();
-            let (bytes, rep) =
-                prove_instance(instance.as_ref(), &params, &pairs, &config(synthesis)).map_err(|x| e(&x))?;
-            let line = format!("update {rp:?} {}", summary(label, t.elapsed().as_secs_f64(), &rep));
-            println!("{line}");
-            r.bench.push(line);
-            results.push(bytes);
-        }
-        r.check(
-            format!("update {rp:?}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
-            results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * partitions,
-        );
+        let config = |synthesis| timing_config(&backend, &store, synthesis);
+        witness_vs_circuit(r, &format!("update {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
         let mut walls = Vec::new();
         for _ in 0..proofs {
             let t = Instant::now();

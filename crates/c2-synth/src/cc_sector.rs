@@ -184,19 +184,25 @@ impl<D: Domain> SparseTree<D> {
 
     /// The opening of leaf `i`: (siblings, position) per level.
     pub(crate) fn path(&self, leaf: usize) -> Vec<(Vec<D>, usize)> {
-        let mut i = leaf;
-        self.arities
-            .iter()
-            .enumerate()
-            .map(|(level, &arity)| {
-                let (parent, pos) = (i / arity, i % arity);
-                let siblings =
-                    (0..arity).filter(|&j| j != pos).map(|j| self.value(level, parent * arity + j)).collect();
-                i = parent;
-                (siblings, pos)
-            })
-            .collect()
+        tree_path(&self.arities, leaf, |level, index| self.value(level, index))
     }
+}
+
+/// The opening of `leaf` in a tree of `arities` (bottom up) whose node at
+/// (level, index) is `value(level, index)`: (siblings, position) per level,
+/// as `MerkleProof::from_parts` takes it.
+pub(crate) fn tree_path<D>(arities: &[usize], leaf: usize, value: impl Fn(usize, usize) -> D) -> Vec<(Vec<D>, usize)> {
+    let mut i = leaf;
+    arities
+        .iter()
+        .enumerate()
+        .map(|(level, &arity)| {
+            let (parent, pos) = (i / arity, i % arity);
+            let siblings = (0..arity).filter(|&j| j != pos).map(|j| value(level, parent * arity + j)).collect();
+            i = parent;
+            (siblings, pos)
+        })
+        .collect()
 }
 
 /// The arities of `Tree` over `nodes` leaves, bottom up.

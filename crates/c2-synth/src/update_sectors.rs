@@ -32,7 +32,7 @@ use storage_proofs_core::merkle::{MerkleProof, MerkleTreeTrait};
 use storage_proofs_update::constants::{TreeDDomain, TreeDHasher, TreeRDomain, TreeRHasher};
 use storage_proofs_update::{phi, rho, ChallengeProof, Challenges, PartitionProof, PublicParams};
 
-use crate::cc_sector::{prf, tree_arities};
+use crate::cc_sector::{prf, tree_arities, tree_path};
 use crate::SynthError;
 
 type TreeRFunction = <TreeRHasher as Hasher>::Function;
@@ -114,18 +114,7 @@ impl<D: Copy + Send + Sync> BlockTree<D> {
 
     /// The opening of `leaf`: (siblings, position) per level.
     fn path(&self, leaf: usize) -> Vec<(Vec<D>, usize)> {
-        let mut i = leaf;
-        self.arities
-            .iter()
-            .enumerate()
-            .map(|(level, &arity)| {
-                let (parent, pos) = (i / arity, i % arity);
-                let siblings =
-                    (0..arity).filter(|&j| j != pos).map(|j| self.value(level, parent * arity + j)).collect();
-                i = parent;
-                (siblings, pos)
-            })
-            .collect()
+        tree_path(&self.arities, leaf, |level, index| self.value(level, index))
     }
 }
 

@@ -66,7 +66,7 @@ enum Command {
     /// Prove a WindowPoSt partition or a WinningPoSt from a request file
     /// (the fields Curio sends: registered proof, miner, randomness,
     /// partition, bincode vanilla proofs as base64).
-    ProvePost(post::ProvePostArgs),
+    ProvePost(post::ProveFileArgs),
     /// Make a PoSt request file: seal sectors with filecoin-proofs and write
     /// their vanilla proofs (filecoin-proofs' challenge and vanilla-proof
     /// functions), optionally with random parameters for the circuit.
@@ -74,7 +74,7 @@ enum Command {
     /// Prove a SnapDeals sector update from a request file (the fields
     /// Curio sends: registered update proof, the three commitments, bincode
     /// partition proofs as base64).
-    ProveUpdate(update::ProveUpdateArgs),
+    ProveUpdate(post::ProveFileArgs),
     /// Make an update request file: seal a sector with filecoin-proofs,
     /// encode new data into it and write its partition vanilla proofs,
     /// optionally with random parameters for the circuit.

@@ -85,24 +85,37 @@ pub enum PostFormat {
     Raw,
 }
 
-/// `porep-c2 prove-post`.
+/// `porep-c2 prove-post` and `prove-update`: a request file in, a proof out.
 #[derive(Args)]
-pub struct ProvePostArgs {
-    /// The request file (`make-post` writes one).
-    input: PathBuf,
+pub struct ProveFileArgs {
+    /// The request file (`make-post` / `make-update` write one).
+    pub(crate) input: PathBuf,
     /// Where to write the proof (default: stdout).
     #[arg(long, short)]
-    out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// How to write it.
     #[arg(long, value_enum, default_value = "hex")]
-    format: PostFormat,
+    pub(crate) format: PostFormat,
     #[command(flatten)]
-    options: crate::ProveOptions,
+    pub(crate) options: crate::ProveOptions,
+}
+
+/// Writes `proof` to `out` (stdout when `None`) as `format` says.
+pub(crate) fn write_proof(out: Option<&PathBuf>, format: PostFormat, proof: Vec<u8>) -> Result<()> {
+    let bytes = match format {
+        PostFormat::Hex => format!("{}\n", hex::encode(&proof)).into_bytes(),
+        PostFormat::Raw => proof,
+    };
+    match out {
+        Some(p) => std::fs::write(p, &bytes).with_context(|| format!("writing {}", p.display()))?,
+        None => std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?,
+    }
+    Ok(())
 }
 
 /// Runs `porep-c2 prove-post`: the proof, verified by the prover (and by
 /// filecoin-proofs' chain verifier when the file lists the sectors).
-pub fn run_prove(a: ProvePostArgs) -> Result<()> {
+pub fn run_prove(a: ProveFileArgs) -> Result<()> {
     if let Some(dir) = &a.options.prover.params_dir {
         // filecoin-proofs' chain verifiers below read their verifying keys
         // from its parameter folder (read once, before its first use).
@@ -145,15 +158,7 @@ pub fn run_prove(a: ProvePostArgs) -> Result<()> {
         }
         log::info!("filecoin-proofs' {name} accepts it");
     }
-    let bytes = match a.format {
-        PostFormat::Hex => format!("{}\n", hex::encode(&proof)).into_bytes(),
-        PostFormat::Raw => proof,
-    };
-    match &a.out {
-        Some(p) => std::fs::write(p, &bytes).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?,
-    }
-    Ok(())
+    write_proof(a.out.as_ref(), a.format, proof)
 }
 
 fn public_replicas(

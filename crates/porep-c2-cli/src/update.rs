@@ -14,7 +14,7 @@ use porep_c2_service::{prover_id_from_actor, registered_update_proof};
 use serde::{Deserialize, Serialize};
 
 use crate::actor_id;
-use crate::post::PostFormat;
+use crate::post::{write_proof, ProveFileArgs};
 
 /// A SnapDeals request as a file: the fields of Curio's update request.
 #[derive(Serialize, Deserialize)]
@@ -67,24 +67,9 @@ impl UpdateRequestFile {
     }
 }
 
-/// `porep-c2 prove-update`.
-#[derive(Args)]
-pub struct ProveUpdateArgs {
-    /// The request file (`make-update` writes one).
-    input: PathBuf,
-    /// Where to write the proof (default: stdout).
-    #[arg(long, short)]
-    out: Option<PathBuf>,
-    /// How to write it.
-    #[arg(long, value_enum, default_value = "hex")]
-    format: PostFormat,
-    #[command(flatten)]
-    options: crate::ProveOptions,
-}
-
 /// Runs `porep-c2 prove-update`: the proof, verified by the prover and by
 /// filecoin-proofs' `verify_empty_sector_update_proof`.
-pub fn run_prove(a: ProveUpdateArgs) -> Result<()> {
+pub fn run_prove(a: ProveFileArgs) -> Result<()> {
     if let Some(dir) = &a.options.prover.params_dir {
         // filecoin-proofs' verifier below reads its verifying key from its
         // parameter folder (read once, before its first use).
@@ -111,15 +96,7 @@ pub fn run_prove(a: ProveUpdateArgs) -> Result<()> {
         }
         log::info!("filecoin-proofs' verify_empty_sector_update_proof accepts it");
     }
-    let bytes = match a.format {
-        PostFormat::Hex => format!("{}\n", hex::encode(&proof)).into_bytes(),
-        PostFormat::Raw => proof,
-    };
-    match &a.out {
-        Some(p) => std::fs::write(p, &bytes).with_context(|| format!("writing {}", p.display()))?,
-        None => std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?,
-    }
-    Ok(())
+    write_proof(a.out.as_ref(), a.format, proof)
 }
 
 /// `porep-c2 make-update`.

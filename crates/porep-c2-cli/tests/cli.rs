@@ -1,6 +1,6 @@
 //! The `porep-c2` command as a user runs it: exit codes, reports, files.
 //! (`prove` and `bench` with registered parameters run on the GPU machine:
-//! generating 2 KiB parameters takes ~14 min on CI's two cores.)
+//! generating 2 KiB parameters takes ~2.5 min on CI's two cores.)
 
 use std::process::{Command, Output};
 
@@ -96,7 +96,7 @@ fn make_c1_writes_a_cc_sector_for_a_miner() {
 /// number comes from it), and `verify` accepts both proofs and refuses one
 /// for another sector.
 #[test]
-#[ignore = "generates the 2 KiB circuit's parameters once into target/tmp/params-2k (~14 min on two cores); .ci/run runs it"]
+#[ignore = "generates the 2 KiB circuit's parameters once into target/tmp/params-2k (~2.5 min on two cores); .ci/run runs it"]
 fn prove_and_verify_a_registered_sector_from_raw_c1_and_commit2in() {
     let params = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("params-2k");
     let params = params.to_str().unwrap();
