@@ -264,6 +264,25 @@ pub fn post_vanilla_proofs(
         .collect()
 }
 
+/// A sector's worth of random data (drawn from `rng`) written to `staged`
+/// as one piece, filecoin-proofs' `add_piece`: what sealing and an update
+/// encode.
+fn stage_random_data(
+    registered_proof: RegisteredSealProof,
+    staged: &Path,
+    rng: &mut ChaCha20Rng,
+) -> Result<filecoin_proofs_api::PieceInfo, DemoError> {
+    let sector_size = u64::from(registered_proof.sector_size());
+    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
+    let mut data = vec![0u8; u64::from(unpadded) as usize];
+    rng.fill(&mut data[..]);
+    let mut staged_file =
+        OpenOptions::new().read(true).write(true).create(true).truncate(true).open(staged).map_err(demo_err)?;
+    let (piece, _) = add_piece(registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
+    staged_file.flush().map_err(demo_err)?;
+    Ok(piece)
+}
+
 /// A sealed sector updated with new data (SnapDeals), with its partition
 /// vanilla proofs as a node makes them and Curio sends them.
 pub struct UpdatedSector {
@@ -314,15 +333,7 @@ pub fn update_sector(sector: &SealedSector, seed: u64) -> Result<UpdatedSector, 
     let (key, key_cache) = (dir.join("sealed"), dir.join("cache"));
     let (staged, replica, cache) = (dir.join("update-staged"), dir.join("update-replica"), dir.join("update-cache"));
     std::fs::create_dir_all(&cache).map_err(demo_err)?;
-    let sector_size = u64::from(registered_proof.sector_size());
-    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill(&mut data[..]);
-    let mut staged_file =
-        OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged).map_err(demo_err)?;
-    let (piece, _) =
-        add_piece(sector.c1.registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
-    staged_file.flush().map_err(demo_err)?;
+    let piece = stage_random_data(sector.c1.registered_proof, &staged, &mut rng)?;
     // The new replica starts as a copy of the sector key, as a node's does.
     std::fs::copy(&key, &replica).map_err(demo_err)?;
     let encoded =
@@ -380,14 +391,7 @@ pub fn seal_registered_for(
     let staged = dir.join("staged");
     let sealed = dir.join("sealed");
 
-    let sector_size = u64::from(registered_proof.sector_size());
-    let unpadded = UnpaddedBytesAmount::from(PaddedBytesAmount(sector_size));
-    let mut data = vec![0u8; u64::from(unpadded) as usize];
-    rng.fill(&mut data[..]);
-    let mut staged_file =
-        OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&staged).map_err(demo_err)?;
-    let (piece, _) = add_piece(registered_proof, &data[..], &mut staged_file, unpadded, &[]).map_err(demo_err)?;
-    staged_file.flush().map_err(demo_err)?;
+    let piece = stage_random_data(registered_proof, &staged, &mut rng)?;
     File::create(&sealed).map_err(demo_err)?;
 
     let drawn: [u8; 32] = rng.gen();
