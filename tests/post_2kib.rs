@@ -213,6 +213,10 @@ fn window_post_partitions_are_bellpersons_and_verify() {
             // from the whole deadline.
             let instance =
                 post_instance(rp, PoStKind::Window { partition_index: k }, &randomness, &f.prover_id, chunk).unwrap();
+            // The instance's own bellperson path (peer-prove's) is the same.
+            let (r, s) = (Scalar::from(rs.0), Scalar::from(rs.1));
+            let peer = instance.bellperson_proofs(&params, &[0], &[r], &[s]).unwrap();
+            assert_eq!(bytes(&peer), theirs, "{rp:?} partition {k}: the instance's bellperson_proofs");
             let deadline = public_inputs(&randomness, &f.prover_id, &decode::<Tree>(&vanilla), None);
             let vanilla_params =
                 FallbackPoSt::<Tree>::setup(&filecoin_proofs::parameters::window_post_setup_params(&rp.as_v1_config()))
@@ -296,6 +300,11 @@ fn winning_post_is_bellpersons_and_verifies() {
     // bellperson on the circuit generate_winning_post_with_vanilla builds.
     let theirs = bellperson_winning::<Tree>(rp, &randomness, &f.prover_id, &vanilla, &params, (11, 13));
     assert_eq!(ours, theirs, "bellperson's bytes");
+    let peer = instance.bellperson_proofs(&params, &[0], &[Scalar::from(11u64)], &[Scalar::from(13u64)]).unwrap();
+    assert_eq!(bytes(&peer), theirs, "the instance's bellperson_proofs");
+    // Unequal blinding lengths and a partition it does not have are typed.
+    assert!(instance.bellperson_proofs(&params, &[0], &[], &[]).is_err());
+    assert!(instance.bellperson_proofs(&params, &[1], &[Scalar::from(1u64)], &[Scalar::from(1u64)]).is_err());
 
     let replicas: BTreeMap<SectorId, _> = [(sector.sector_id, sector.public_replica(rp))].into();
     assert!(api::verify_winning_post(&randomness, &ours, &replicas, f.prover_id).unwrap(), "verify_winning_post");

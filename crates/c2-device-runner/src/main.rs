@@ -653,6 +653,11 @@ fn main() {
             post_kinds.contains(&kind)
         })
         .collect();
+    // --proof-dir DIR (--only post, --only update): the witness path's proof
+    // of each circuit written as DIR/ours-<window|winning|update>-<size>.proof,
+    // for peer-prove --circuit's bytes.
+    let proof_dir =
+        args.iter().position(|a| a == "--proof-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
     // --only update: SnapDeals test updates at full size (--update-sizes
     // 2k,32g; --update-proofs 2 end-to-end proofs each).
     let run_update = only.as_deref() == Some("update");
@@ -778,12 +783,12 @@ fn main() {
         }
     }
     if run_post {
-        if let Err(e) = post::bench(&mut report, &post_types, post_proofs) {
+        if let Err(e) = post::bench(&mut report, &post_types, post_proofs, proof_dir.as_deref()) {
             report.check(format!("PoSt bench aborted: {e}"), false);
         }
     }
     if run_update {
-        if let Err(e) = update::bench(&mut report, &update_types, update_proofs) {
+        if let Err(e) = update::bench(&mut report, &update_types, update_proofs, proof_dir.as_deref()) {
             report.check(format!("update bench aborted: {e}"), false);
         }
     }

@@ -42,6 +42,22 @@ pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredPoStProof>, String> {
     Ok(out)
 }
 
+/// `2k`, `8m`, `32g`: a sector size as the runner's and peer-prove's
+/// options name it.
+pub fn size_name(bytes: u64) -> String {
+    match bytes {
+        s if s >= 1 << 30 => format!("{}g", s >> 30),
+        s if s >= 1 << 20 => format!("{}m", s >> 20),
+        s => format!("{}k", s >> 10),
+    }
+}
+
+/// `window-32g`, `winning-2k`, ...: peer-prove's `--circuit` names.
+pub fn post_name(rp: RegisteredPoStProof) -> String {
+    let kind = if rp.typ() == filecoin_proofs_api::PoStType::Winning { "winning" } else { "window" };
+    format!("{kind}-{}", size_name(u64::from(rp.sector_size())))
+}
+
 /// Random Groth16 parameters of `instance`'s circuit lengths (recording
 /// its matrices into `store` for the densities): timing only, proofs over
 /// them do not verify. With a line saying what was made and how long it
@@ -94,7 +110,7 @@ pub(crate) fn witness_vs_circuit(
     params: &Parameters<Bls12>,
     pairs: &[(Scalar, Scalar)],
     config: &dyn Fn(SynthesisPath) -> ProverConfig,
-) -> Result<(), String> {
+) -> Result<Vec<u8>, String> {
     let mut results = Vec::new();
     for (label, synthesis) in [
         ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
@@ -111,12 +127,20 @@ pub(crate) fn witness_vs_circuit(
         format!("{tag}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
         results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * pairs.len(),
     );
-    Ok(())
+    Ok(results.swap_remove(0))
 }
 
 /// Runs the checks and timings for each registered PoSt proof, `proofs`
 /// end-to-end proofs each.
-pub fn bench(r: &mut Report, types: &[RegisteredPoStProof], proofs: usize) -> Result<(), String> {
+/// With `proof_dir`, the witness path's proof bytes are written there as
+/// `ours-<post_name>.proof` (peer-prove `--post` proves the same circuit
+/// with the same parameters and r, s).
+pub fn bench(
+    r: &mut Report,
+    types: &[RegisteredPoStProof],
+    proofs: usize,
+    proof_dir: Option<&std::path::Path>,
+) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     for &rp in types {
@@ -183,7 +207,10 @@ pub fn bench(r: &mut Report, types: &[RegisteredPoStProof], proofs: usize) -> Re
         println!("post {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64))];
         let config = |synthesis| timing_config(&backend, &store, synthesis);
-        witness_vs_circuit(r, &format!("post {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
+        let ours = witness_vs_circuit(r, &format!("post {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
+        if let Some(dir) = proof_dir {
+            std::fs::write(dir.join(format!("ours-{}.proof", post_name(rp))), &ours).map_err(|x| e(&x))?;
+        }
         // End to end (instance decode and vanilla check included), one
         // proof at a time: what a request costs once the set is resident.
         let mut walls = Vec::new();

@@ -64,6 +64,15 @@ impl ProofInstance for FirstPartitions {
     ) -> Result<bellperson::groth16::Parameters<blstrs::Bls12>, SynthError> {
         self.inner.generate_parameters(rng)
     }
+    fn bellperson_proofs(
+        &self,
+        params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<bellperson::groth16::Proof<blstrs::Bls12>>, SynthError> {
+        self.inner.bellperson_proofs(params, partitions, r, s)
+    }
 }
 
 pub(crate) fn summary(label: &str, wall: f64, rep: &ProofReport) -> String {

@@ -36,8 +36,15 @@ pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredUpdateProof>, String> {
 }
 
 /// Runs the checks and timings for each registered update proof, `proofs`
-/// end-to-end proofs each.
-pub fn bench(r: &mut Report, types: &[RegisteredUpdateProof], proofs: usize) -> Result<(), String> {
+/// end-to-end proofs each. With `proof_dir`, the witness path's proof
+/// bytes are written there as `ours-update-<size>.proof` (peer-prove
+/// `--circuit update-<size>` proves the same circuit, parameters, r, s).
+pub fn bench(
+    r: &mut Report,
+    types: &[RegisteredUpdateProof],
+    proofs: usize,
+    proof_dir: Option<&std::path::Path>,
+) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     for &rp in types {
@@ -85,7 +92,11 @@ pub fn bench(r: &mut Report, types: &[RegisteredUpdateProof], proofs: usize) -> 
         println!("update {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); partitions];
         let config = |synthesis| timing_config(&backend, &store, synthesis);
-        witness_vs_circuit(r, &format!("update {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
+        let ours = witness_vs_circuit(r, &format!("update {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
+        if let Some(dir) = proof_dir {
+            let size = crate::post::size_name(instance.sector_size());
+            std::fs::write(dir.join(format!("ours-update-{size}.proof")), &ours).map_err(|x| e(&x))?;
+        }
         let mut walls = Vec::new();
         for _ in 0..proofs {
             let t = Instant::now();

@@ -16,6 +16,11 @@
 //! bytes written to `--proof-out`. Synthesis and prover times are
 //! bellperson's own ("synthesis time", "prover time" log lines). SupraSeal
 //! reads parameters only from a file: they are written to `--params-file`.
+//! `--circuit window-32g|winning-32g|update-32g` (built with `--features
+//! bellperson-cuda,circuits`) proves a real Filecoin circuit instead: the
+//! device runner's `--only post` / `--only update` test inputs, the first
+//! `K` partitions, random parameters of the circuit's lengths from `--seed`
+//! (the runner's is 9), r = 3, s = 5, so the bytes compare.
 //! `--vram-free-gib G` first takes all of device 0's free memory but `G` GiB
 //! (one allocation, held until exit), so the peer runs as on a G GB card
 //! (the ballast's context costs a few hundred MB more than a card's own
@@ -28,6 +33,9 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::{create_proof_batch, Proof};
 use blstrs::{Bls12, Scalar};
 use c2_shapes::{median, random_parameters, ShapedCircuit, SyntheticShape};
+
+#[cfg(feature = "circuits")]
+mod circuits;
 
 /// Prints bellperson's log lines and keeps its synthesis / prover times.
 struct Capture {
@@ -87,7 +95,7 @@ fn peer_name() -> Option<&'static str> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH] [--vram-free-gib G]"
+        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH] [--vram-free-gib G] [--circuit window-32g|winning-32g|update-32g]"
     );
     std::process::exit(2)
 }
@@ -123,6 +131,7 @@ fn main() {
     let mut params_file = std::env::temp_dir().join("c2-peer-bench.params");
     let mut proof_out = None;
     let mut vram_free_gib = None;
+    let mut circuit: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -134,6 +143,7 @@ fn main() {
             "--params-file" => params_file = val().into(),
             "--proof-out" => proof_out = Some(std::path::PathBuf::from(val())),
             "--vram-free-gib" => vram_free_gib = Some(val().parse::<usize>().unwrap_or_else(|_| usage())),
+            "--circuit" => circuit = Some(val()),
             _ => usage(),
         }
     }
@@ -143,18 +153,19 @@ fn main() {
     if log::set_logger(&CAPTURE).is_ok() {
         log::set_max_level(log::LevelFilter::Info);
     }
-    let fail = |what: &str, e: &dyn std::fmt::Display| -> ! {
-        eprintln!("peer-prove ({name}): {what}: {e}");
-        std::process::exit(1)
-    };
 
     if let Some(g) = vram_free_gib {
-        let (taken, free) = ballast(g).unwrap_or_else(|e| fail("taking device memory", &e));
+        let (taken, free) = ballast(g).unwrap_or_else(|e| fail(name, "taking device memory", &e));
         println!(
             "{name}: device 0: {:.1} GB taken by a ballast, {:.1} GB left free (asked {g} GiB)",
             taken as f64 / 1e9,
             free as f64 / 1e9
         );
+    }
+    let cap = vram_free_gib.map_or(String::new(), |g| format!(" [{g} GiB free]"));
+    if let Some(which) = circuit {
+        prove_circuit(name, &which, &cap, partitions, reps, seed, proof_out.as_deref());
+        return;
     }
     let shape = SyntheticShape::porep_32gib().scaled(scale);
     let t = Instant::now();
@@ -169,29 +180,79 @@ fn main() {
     #[cfg(feature = "supraseal")]
     let params = {
         let t = Instant::now();
-        let file = std::fs::File::create(&params_file).unwrap_or_else(|e| fail("creating the parameter file", &e));
+        let file =
+            std::fs::File::create(&params_file).unwrap_or_else(|e| fail(name, "creating the parameter file", &e));
         params
             .write(std::io::BufWriter::with_capacity(1 << 24, file))
-            .unwrap_or_else(|e| fail("writing parameters", &e));
+            .unwrap_or_else(|e| fail(name, "writing parameters", &e));
         drop(params);
         println!("{name}: parameters written to {} in {:.1?}", params_file.display(), t.elapsed());
         let t = Instant::now();
         let srs = bellperson::groth16::SuprasealParameters::<Bls12>::new(params_file.clone())
-            .unwrap_or_else(|e| fail("SupraSeal reading the parameters", &e));
+            .unwrap_or_else(|e| fail(name, "SupraSeal reading the parameters", &e));
         println!("{name}: SupraSeal SRS loaded in {:.1?}", t.elapsed());
         srs
     };
     #[cfg(not(feature = "supraseal"))]
     let _ = &params_file;
 
-    let mut proofs: Vec<Proof<Bls12>> = Vec::new();
-    let (mut walls, mut provers) = (Vec::new(), Vec::new());
-    for rep in 0..reps {
+    let timed = timed_reps(name, reps, partitions, || {
         let circuits: Vec<ShapedCircuit> =
             (0..partitions).map(|k| ShapedCircuit { shape: shape.clone(), seed: k as u64 + 1 }).collect();
         let (r, s) = (vec![Scalar::from(3u64); partitions], vec![Scalar::from(5u64); partitions]);
+        create_proof_batch(circuits, &params, r, s).unwrap_or_else(|e| fail(name, "proving", &e))
+    });
+    timed.finish(name, &format!("{cap} | scale 1/{scale}"), partitions, proof_out.as_deref());
+}
+
+fn fail(name: &str, what: &str, e: &dyn std::fmt::Display) -> ! {
+    eprintln!("peer-prove ({name}): {what}: {e}");
+    std::process::exit(1)
+}
+
+/// `--circuit`: a real Filecoin circuit on the runner's test inputs.
+#[cfg(feature = "circuits")]
+fn prove_circuit(
+    name: &str,
+    which: &str,
+    cap: &str,
+    partitions: usize,
+    reps: usize,
+    seed: u64,
+    proof_out: Option<&std::path::Path>,
+) {
+    if cfg!(feature = "supraseal") {
+        fail(name, "--circuit", &"proves through bellperson's Parameters: build with bellperson-cuda");
+    }
+    let t = Instant::now();
+    let job = circuits::CircuitJob::new(which, seed).unwrap_or_else(|e| fail(name, "building the test instance", &e));
+    println!("{name}: {}; test inputs, matrices and random parameters in {:.1?}", job.label, t.elapsed());
+    let timed = timed_reps(name, reps, partitions, || {
+        job.prove(partitions, Scalar::from(3u64), Scalar::from(5u64)).unwrap_or_else(|e| fail(name, "proving", &e))
+    });
+    timed.finish(name, &format!("{cap} | circuit {which}"), partitions, proof_out);
+}
+
+#[cfg(not(feature = "circuits"))]
+fn prove_circuit(name: &str, _: &str, _: &str, _: usize, _: usize, _: u64, _: Option<&std::path::Path>) {
+    fail(name, "--circuit", &"built without the circuits feature (--features bellperson-cuda,circuits)")
+}
+
+/// The proofs of the last rep and the figures of the timed ones.
+struct Timed {
+    proofs: Vec<Proof<Bls12>>,
+    walls: Vec<f64>,
+    provers: Vec<f64>,
+}
+
+/// Runs `prove` `reps` times, printing each rep's wall and bellperson's
+/// own synthesis / prover times. With several reps the first is a warm-up
+/// (kernel JIT, first allocations) and is left out of the medians.
+fn timed_reps(name: &str, reps: usize, partitions: usize, mut prove: impl FnMut() -> Vec<Proof<Bls12>>) -> Timed {
+    let mut timed = Timed { proofs: Vec::new(), walls: Vec::new(), provers: Vec::new() };
+    for rep in 0..reps {
         let t = Instant::now();
-        proofs = create_proof_batch(circuits, &params, r, s).unwrap_or_else(|e| fail("proving", &e));
+        timed.proofs = prove();
         let wall = t.elapsed().as_secs_f64();
         let synthesis = CAPTURE.synthesis.lock().map(|v| v.last().copied()).ok().flatten();
         let prover = CAPTURE.prover.lock().map(|v| v.last().copied()).ok().flatten();
@@ -200,33 +261,37 @@ fn main() {
             synthesis.map_or("?".into(), |d| format!("{:.2} s", d.as_secs_f64())),
             prover.map_or("?".into(), |d| format!("{:.2} s", d.as_secs_f64())),
         );
-        // With several reps the first is a warm-up (kernel JIT, first
-        // allocations) and is left out of the medians.
         if reps == 1 || rep > 0 {
-            walls.push(wall);
-            provers.extend(prover.map(|p| p.as_secs_f64()));
+            timed.walls.push(wall);
+            timed.provers.extend(prover.map(|p| p.as_secs_f64()));
         }
     }
-    if let Some(path) = proof_out {
-        let mut bytes = Vec::with_capacity(192 * proofs.len());
-        for p in &proofs {
-            p.write(&mut bytes).unwrap_or_else(|e| fail("serializing a proof", &e));
+    timed
+}
+
+impl Timed {
+    /// Writes the proofs to `proof_out` and prints the line the runner
+    /// parses (`what` names the circuit).
+    fn finish(self, name: &str, what: &str, partitions: usize, proof_out: Option<&std::path::Path>) {
+        if let Some(path) = proof_out {
+            let mut bytes = Vec::with_capacity(192 * self.proofs.len());
+            for p in &self.proofs {
+                p.write(&mut bytes).unwrap_or_else(|e| fail(name, "serializing a proof", &e));
+            }
+            std::fs::write(path, bytes).unwrap_or_else(|e| fail(name, "writing the proof", &e));
         }
-        std::fs::write(&path, bytes).unwrap_or_else(|e| fail("writing the proof", &e));
+        // A CPU fallback is no GPU figure.
+        let name = if CAPTURE.gpu_refused.load(Ordering::Relaxed) {
+            format!("{name} [GPU REFUSED: CPU fallback]")
+        } else {
+            name.to_string()
+        };
+        println!(
+            "PEER {name}{what} | {partitions} partition(s) | median of {} rep(s): wall {:.3} s, prover {:.3} s = {:.3} s per partition",
+            self.walls.len(),
+            median(self.walls),
+            median(self.provers.clone()),
+            median(self.provers) / partitions as f64
+        );
     }
-    // The runner parses this line; a CPU fallback is no GPU figure.
-    let name = if CAPTURE.gpu_refused.load(Ordering::Relaxed) {
-        format!("{name} [GPU REFUSED: CPU fallback]")
-    } else {
-        name.to_string()
-    };
-    let cap = vram_free_gib.map_or(String::new(), |g| format!(" [{g} GiB free]"));
-    println!(
-        "PEER {name}{} | scale 1/{scale} | {partitions} partition(s) | median of {} rep(s): wall {:.3} s, prover {:.3} s = {:.3} s per partition",
-        cap,
-        walls.len(),
-        median(walls),
-        median(provers.clone()),
-        median(provers) / partitions as f64
-    );
 }

@@ -129,6 +129,39 @@ pub trait ProofInstance: Send + Sync {
     /// Generates random Groth16 parameters for this circuit shape. For tests
     /// and benchmarks only: real provers use the published parameters.
     fn generate_parameters(&self, rng: &mut dyn RngCore) -> Result<groth16::Parameters<Bls12>, SynthError>;
+
+    /// Partitions `partitions` proved by bellperson's own prover
+    /// (`create_proof_batch`, the call filecoin-proofs makes) with blinding
+    /// `r[i]`, `s[i]` for `partitions[i]`: the reference the engine's bytes
+    /// are compared with, and the prover of the peer benchmark (bellperson's
+    /// CUDA prover in a build with its `cuda` feature).
+    fn bellperson_proofs(
+        &self,
+        params: &groth16::Parameters<Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<groth16::Proof<Bls12>>, SynthError>;
+}
+
+/// [`ProofInstance::bellperson_proofs`] once the circuits are built: one
+/// `create_proof_batch` call, its errors (and panics) typed.
+pub(crate) fn prove_with_bellperson<C: bellperson::Circuit<Scalar> + Send>(
+    circuits: Vec<C>,
+    params: &groth16::Parameters<Bls12>,
+    r: &[Scalar],
+    s: &[Scalar],
+) -> Result<Vec<groth16::Proof<Bls12>>, SynthError> {
+    if r.len() != circuits.len() || s.len() != circuits.len() {
+        return Err(SynthError::Circuit {
+            partition: 0,
+            message: format!("{} circuits but {} r and {} s", circuits.len(), r.len(), s.len()),
+        });
+    }
+    no_panic(0, || {
+        groth16::create_proof_batch(circuits, params, r.to_vec(), s.to_vec())
+            .map_err(|source| SynthError::Synthesis { partition: 0, source })
+    })
 }
 
 /// Runs `f`, turning a panic inside third-party code (storage-proofs on

@@ -32,10 +32,10 @@ pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
 pub use check::{check_satisfied, first_unsatisfied};
 pub use cs::{synthesize, AssignmentCs, CompactCs, WitnessCs};
 pub use instance::{synthesize_partitions, ProofInstance, SynthConfig};
-pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, SparseMatrix};
+pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, ParameterLengths, SparseMatrix};
 pub use porep::{instance_from_c1, StackedInstance};
 pub use post::{post_instance, FallbackPoStInstance, PoStInputError, PoStKind};
-pub use post_sectors::{post_test_sectors, PoStTestSector};
+pub use post_sectors::{post_test_partition, post_test_sectors, PoStTestPartition, PoStTestSector};
 pub use update::{update_instance, EmptySectorUpdateInstance, UpdateInputError};
 pub use update_sectors::{update_test_sector, UpdateTestSector};
 

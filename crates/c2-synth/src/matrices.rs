@@ -62,6 +62,25 @@ impl SparseMatrix {
     }
 }
 
+/// The lengths of a circuit's Groth16 parameters, from its matrices: what
+/// random parameters of its shape must have (timing where the real ones
+/// are not at hand).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ParameterLengths {
+    /// Constraints, the inputs' own included.
+    pub constraints: usize,
+    /// The NTT domain: H has `domain - 1` points.
+    pub domain: usize,
+    /// Public inputs, ONE included (IC points).
+    pub inputs: usize,
+    /// Aux variables (L points).
+    pub aux: usize,
+    /// A points: every input, the aux columns A uses.
+    pub a: usize,
+    /// B points (G1 and G2): the input and aux columns B uses.
+    pub b: usize,
+}
+
 /// A, B, C of one circuit shape.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ConstraintMatrices {
@@ -400,6 +419,20 @@ impl ConstraintMatrices {
             Density::from_bools(used)
         };
         (mark(&self.a, self.inputs, self.aux), mark(&self.b, 0, self.inputs), mark(&self.b, self.inputs, self.aux))
+    }
+
+    /// The lengths of this circuit's Groth16 parameters (the counts
+    /// bellperson's prover reads through the densities).
+    pub fn parameter_lengths(&self) -> ParameterLengths {
+        let (a_aux, b_inputs, b_aux) = self.densities();
+        ParameterLengths {
+            constraints: self.constraints(),
+            domain: self.constraints().next_power_of_two(),
+            inputs: self.inputs,
+            aux: self.aux,
+            a: self.inputs + a_aux.count_ones(),
+            b: b_inputs.count_ones() + b_aux.count_ones(),
+        }
     }
 
     /// Bytes of the recorded entries.

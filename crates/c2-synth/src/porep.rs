@@ -22,7 +22,7 @@ use storage_proofs_core::{
 use storage_proofs_porep::stacked::{self, generate_replica_id, StackedCircuit, StackedCompound, StackedDrg, Tau};
 
 use crate::cs::SliceCs;
-use crate::instance::no_panic;
+use crate::instance::{no_panic, prove_with_bellperson};
 use crate::matrices::MatrixCs;
 use crate::native::stacked as native;
 use crate::{
@@ -516,6 +516,17 @@ impl<Tree: 'static + MerkleTreeTrait> ProofInstance for StackedInstance<Tree> {
         );
         groth16::generate_random_parameters::<Bls12, _, _>(blank, &mut rng)
             .map_err(|source| SynthError::Synthesis { partition: 0, source })
+    }
+
+    fn bellperson_proofs(
+        &self,
+        params: &groth16::Parameters<Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<groth16::Proof<Bls12>>, SynthError> {
+        let circuits = partitions.iter().map(|&k| self.circuit(k)).collect::<Result<_, _>>()?;
+        prove_with_bellperson(circuits, params, r, s)
     }
 }
 

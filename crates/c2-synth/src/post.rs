@@ -40,7 +40,7 @@ use storage_proofs_post::fallback::{
     PublicSector, SectorProof,
 };
 
-use crate::instance::no_panic;
+use crate::instance::{no_panic, prove_with_bellperson};
 use crate::{
     synthesize, AssignmentCs, CompactCs, CompactWitness, ConstraintMatrices, MatrixError, ProofInstance, SynthError,
     Synthesized,
@@ -514,6 +514,20 @@ impl<Tree: 'static + MerkleTreeTrait> ProofInstance for FallbackPoStInstance<Tre
     fn generate_parameters(&self, mut rng: &mut dyn RngCore) -> Result<groth16::Parameters<Bls12>, SynthError> {
         groth16::generate_random_parameters::<Bls12, _, _>(self.blank_circuit(), &mut rng)
             .map_err(|source| SynthError::Synthesis { partition: 0, source })
+    }
+
+    fn bellperson_proofs(
+        &self,
+        params: &groth16::Parameters<Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<groth16::Proof<Bls12>>, SynthError> {
+        let circuits = partitions
+            .iter()
+            .map(|&k| self.only_partition(k).and_then(|_| self.circuit()))
+            .collect::<Result<_, _>>()?;
+        prove_with_bellperson(circuits, params, r, s)
     }
 }
 

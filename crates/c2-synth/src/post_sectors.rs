@@ -27,7 +27,7 @@ use storage_proofs_core::util::NODE_SIZE;
 use storage_proofs_post::fallback::{self, SectorProof};
 
 use crate::cc_sector::{prf, tree_arities, SparseTree};
-use crate::SynthError;
+use crate::{post_instance, PoStKind, ProofInstance, SynthError};
 
 type TreeDomain<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Domain;
 type TreeFunction<Tree> = <<Tree as MerkleTreeTrait>::Hasher as Hasher>::Function;
@@ -42,6 +42,49 @@ pub struct PoStTestSector {
     /// Its vanilla proof for the randomness, as filecoin-proofs-api's
     /// `generate_single_vanilla_proof` writes it (bincode).
     pub vanilla_proof: Vec<u8>,
+}
+
+/// One PoSt test partition: a request's fields as a node would send them.
+#[derive(Clone, Debug)]
+pub struct PoStTestPartition {
+    /// The registered proof.
+    pub registered_proof: RegisteredPoStProof,
+    /// WindowPoSt partition 0 or WinningPoSt.
+    pub kind: PoStKind,
+    /// The chain randomness.
+    pub randomness: [u8; 32],
+    /// The prover id.
+    pub prover_id: [u8; 32],
+    /// One bincode `FallbackPoStSectorProof` per sector.
+    pub vanilla_proofs: Vec<Vec<u8>>,
+}
+
+impl PoStTestPartition {
+    /// The instance, decoded from the vanilla proofs as a request's is.
+    pub fn instance(&self) -> Result<Box<dyn ProofInstance>, SynthError> {
+        post_instance(self.registered_proof, self.kind, &self.randomness, &self.prover_id, &self.vanilla_proofs)
+    }
+}
+
+/// The test partition of `registered_proof` that the device runner's
+/// `--only post` and `peer-prove --post` both prove, so their bytes compare:
+/// a WindowPoSt partition of the proof type's full sector count (2349 at
+/// 32 GiB) or the one WinningPoSt sector, sectors 10,000 and up,
+/// randomness `0x5a..` (top bits cleared), prover id `0x11..`, seed 7.
+pub fn post_test_partition(registered_proof: RegisteredPoStProof) -> Result<PoStTestPartition, SynthError> {
+    let winning = registered_proof.typ() == filecoin_proofs_api::PoStType::Winning;
+    let (kind, sectors) = if winning {
+        (PoStKind::Winning, 1)
+    } else {
+        (PoStKind::Window { partition_index: 0 }, registered_proof.sector_count())
+    };
+    let mut randomness = [0x5au8; 32];
+    randomness[31] &= 0x3f;
+    let prover_id = [0x11u8; 32];
+    let ids: Vec<u64> = (0..sectors as u64).map(|i| 10_000 + i).collect();
+    let made = post_test_sectors(registered_proof, &randomness, &prover_id, &ids, 7)?;
+    let vanilla_proofs = made.into_iter().map(|s| s.vanilla_proof).collect();
+    Ok(PoStTestPartition { registered_proof, kind, randomness, prover_id, vanilla_proofs })
 }
 
 /// Valid test sectors `sector_ids` of `registered_proof`'s size, with their

@@ -29,7 +29,7 @@ use storage_proofs_update::{
     EmptySectorUpdate, EmptySectorUpdateCircuit, EmptySectorUpdateCompound, PartitionProof, PublicInputs, PublicParams,
 };
 
-use crate::instance::no_panic;
+use crate::instance::{no_panic, prove_with_bellperson};
 use crate::{synthesize, ConstraintMatrices, MatrixError, ProofInstance, SynthError, Synthesized};
 
 /// Why an update request's input cannot be proved. Every one is found
@@ -232,6 +232,17 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofInstance for E
     fn generate_parameters(&self, mut rng: &mut dyn RngCore) -> Result<groth16::Parameters<Bls12>, SynthError> {
         groth16::generate_random_parameters::<Bls12, _, _>(self.blank_circuit(), &mut rng)
             .map_err(|source| SynthError::Synthesis { partition: 0, source })
+    }
+
+    fn bellperson_proofs(
+        &self,
+        params: &groth16::Parameters<Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<groth16::Proof<Bls12>>, SynthError> {
+        let circuits = partitions.iter().map(|&k| self.circuit(k)).collect::<Result<_, _>>()?;
+        prove_with_bellperson(circuits, params, r, s)
     }
 }
 

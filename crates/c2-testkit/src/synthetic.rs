@@ -190,6 +190,40 @@ impl ProofInstance for SyntheticPorep {
     fn generate_parameters(&self, _rng: &mut dyn rand::RngCore) -> Result<Parameters<Bls12>, SynthError> {
         Ok(self.parameters(7))
     }
+
+    /// Bellperson proves [`Self::circuit`]'s shaped circuits: a drawn
+    /// instance's partitions are not circuits, so it is refused (typed).
+    fn bellperson_proofs(
+        &self,
+        params: &Parameters<Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<bellperson::groth16::Proof<Bls12>>, SynthError> {
+        if !matches!(self.values, Values::Circuits) {
+            return Err(SynthError::Unsupported("drawn partitions are not circuits: use shaped_circuits".into()));
+        }
+        if r.len() != partitions.len() || s.len() != partitions.len() {
+            return Err(SynthError::Unsupported(format!(
+                "{} partitions but {} r and {} s",
+                partitions.len(),
+                r.len(),
+                s.len()
+            )));
+        }
+        let circuits = partitions
+            .iter()
+            .map(|&k| {
+                if k < self.partitions {
+                    Ok(self.circuit(k))
+                } else {
+                    Err(SynthError::NoSuchPartition { k, count: self.partitions })
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        bellperson::groth16::create_proof_batch(circuits, params, r.to_vec(), s.to_vec())
+            .map_err(|source| SynthError::Synthesis { partition: 0, source })
+    }
 }
 
 #[cfg(test)]

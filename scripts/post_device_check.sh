@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Issues 39 and 40 on one GPU: every proof kind Curio sends, on the device.
+#
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|window|winning-update
+#
+# daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
+#                 and a SnapDeals update through the daemon on the GPU
+#                 workers, verified by filecoin-proofs; the WinningPoSt
+#                 32 GiB latency table (alone, under a 32 GiB C2 load, host
+#                 lanes on and off; random parameters: timing only).
+# window:         `--only post` for a WindowPoSt 32 GiB partition (2349
+#                 test sectors: vanilla verifier, native witness == gadgets,
+#                 a·b = c, witness path == circuit path, end to end), then
+#                 bellperson's CUDA prover on the same circuit, parameters
+#                 and r, s (`peer-prove --circuit window-32g`, when BIN_DIR
+#                 has it): proof bytes compared.
+# winning-update: the same for WinningPoSt 32 GiB, then `--only update` for
+#                 2 KiB and 32 GiB SnapDeals test updates and the peer on
+#                 the 32 GiB update's partition 0.
+# Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
+# slow step leaves the call its other steps); OUT/summary.txt has one line
+# per command (exit status, seconds, the last line that says what passed).
+set -uo pipefail
+bin=$1 out=$2 part=$3
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader >> "$out/summary.txt" 2>&1
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local t0
+    t0=$(date +%s)
+    timeout "$limit" "$@" > "$out/$name.log" 2>&1
+    local rc=$?
+    echo "$name: exit $rc, $(( $(date +%s) - t0 )) s, $(grep -E 'checks? passed|PEER|FAIL' "$out/$name.log" | tail -1)" >> "$out/summary.txt"
+}
+# The runner's proof and the peer's for the same circuit, parameters, r, s:
+# the peer proves the first partitions, compared with as many of ours.
+same_bytes() {
+    local kind=$1
+    if [ -s "$out/ours-$kind.proof" ] && [ -s "$out/peer-$kind.proof" ]; then
+        local n
+        n=$(stat -c %s "$out/peer-$kind.proof")
+        if cmp -s -n "$n" "$out/ours-$kind.proof" "$out/peer-$kind.proof"; then
+            echo "$kind: peer-prove's proof bytes == ours ($n bytes; same circuit, parameters, r, s)" >> "$out/summary.txt"
+        else
+            echo "$kind: FAIL: peer-prove's proof bytes differ from ours" >> "$out/summary.txt"
+        fi
+    fi
+}
+peer() {
+    local kind=$1 partitions=$2 limit=$3
+    if [ -x "$bin/peer-prove" ]; then
+        step "peer-$kind" "$limit" "$bin/peer-prove" --circuit "$kind" --partitions "$partitions" --seed 9 --reps 2 \
+            --proof-out "$out/peer-$kind.proof"
+        same_bytes "$kind"
+    fi
+}
+runner="$bin/c2-device-runner"
+case "$part" in
+daemon)
+    step daemon 570 "$runner" --only daemon --daemon-winning 8 --daemon-c2 4
+    ;;
+window)
+    step window-32g 330 "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 3 --proof-dir "$out"
+    peer window-32g 1 260
+    ;;
+winning-update)
+    step winning-32g 150 "$runner" --only post --post-sizes 32g --post-kinds winning --post-proofs 5 --proof-dir "$out"
+    peer winning-32g 1 90
+    step update 280 "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
+    peer update-32g 1 150
+    ;;
+esac
+cat "$out/summary.txt"
