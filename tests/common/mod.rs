@@ -123,4 +123,24 @@ impl porep_c2::ProofInstance for SyntheticInstance {
         )
         .map_err(|source| c2_synth::SynthError::Synthesis { partition: 0, source })
     }
+    fn bellperson_proofs(
+        &self,
+        params: &Parameters<Bls12>,
+        partitions: &[usize],
+        r: &[Scalar],
+        s: &[Scalar],
+    ) -> Result<Vec<bellperson::groth16::Proof<Bls12>>, c2_synth::SynthError> {
+        let circuits = partitions
+            .iter()
+            .map(|&k| {
+                if k < self.partitions {
+                    Ok(self.circuit(k))
+                } else {
+                    Err(c2_synth::SynthError::NoSuchPartition { k, count: self.partitions })
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        bellperson::groth16::create_proof_batch(circuits, params, r.to_vec(), s.to_vec())
+            .map_err(|source| c2_synth::SynthError::Synthesis { partition: 0, source })
+    }
 }
