@@ -140,7 +140,6 @@ impl porep_c2::ProofInstance for SyntheticInstance {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        bellperson::groth16::create_proof_batch(circuits, params, r.to_vec(), s.to_vec())
-            .map_err(|source| c2_synth::SynthError::Synthesis { partition: 0, source })
+        c2_synth::prove_with_bellperson(circuits, params, r, s)
     }
 }

@@ -145,8 +145,9 @@ pub trait ProofInstance: Send + Sync {
 }
 
 /// [`ProofInstance::bellperson_proofs`] once the circuits are built: one
-/// `create_proof_batch` call, its errors (and panics) typed.
-pub(crate) fn prove_with_bellperson<C: bellperson::Circuit<Scalar> + Send>(
+/// `create_proof_batch` call, its errors (and panics) typed. Public for
+/// instances outside this crate (test and benchmark circuits).
+pub fn prove_with_bellperson<C: bellperson::Circuit<Scalar> + Send>(
     circuits: Vec<C>,
     params: &groth16::Parameters<Bls12>,
     r: &[Scalar],

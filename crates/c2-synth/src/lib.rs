@@ -31,7 +31,7 @@ pub use c2_core::{CompactWitness, Density, Synthesized};
 pub use cc_sector::{cc_sector, CcSector, CcSectorConfig};
 pub use check::{check_satisfied, first_unsatisfied};
 pub use cs::{synthesize, AssignmentCs, CompactCs, WitnessCs};
-pub use instance::{synthesize_partitions, ProofInstance, SynthConfig};
+pub use instance::{prove_with_bellperson, synthesize_partitions, ProofInstance, SynthConfig};
 pub use matrices::{matrices_path, ConstraintMatrices, MatrixError, ParameterLengths, SparseMatrix};
 pub use porep::{instance_from_c1, StackedInstance};
 pub use post::{post_instance, FallbackPoStInstance, PoStInputError, PoStKind};

@@ -203,14 +203,6 @@ impl ProofInstance for SyntheticPorep {
         if !matches!(self.values, Values::Circuits) {
             return Err(SynthError::Unsupported("drawn partitions are not circuits: use shaped_circuits".into()));
         }
-        if r.len() != partitions.len() || s.len() != partitions.len() {
-            return Err(SynthError::Unsupported(format!(
-                "{} partitions but {} r and {} s",
-                partitions.len(),
-                r.len(),
-                s.len()
-            )));
-        }
         let circuits = partitions
             .iter()
             .map(|&k| {
@@ -221,8 +213,7 @@ impl ProofInstance for SyntheticPorep {
                 }
             })
             .collect::<Result<Vec<_>, _>>()?;
-        bellperson::groth16::create_proof_batch(circuits, params, r.to_vec(), s.to_vec())
-            .map_err(|source| SynthError::Synthesis { partition: 0, source })
+        c2_synth::prove_with_bellperson(circuits, params, r, s)
     }
 }
 
