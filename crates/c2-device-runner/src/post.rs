@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
-use c2_synth::{check_satisfied, post_instance, post_test_sectors, PoStKind, ProofInstance};
+use c2_synth::{check_satisfied, post_test_partition, ProofInstance};
 use c2_testkit::synthetic::random_parameters_with_lengths;
 use filecoin_proofs_api::RegisteredPoStProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
@@ -70,15 +70,15 @@ pub fn random_params_of(
     let t = Instant::now();
     let m = store.get(instance, None).map_err(|x| x.to_string())?;
     let recorded = t.elapsed();
-    let (da, dbi, dba) = &m.densities;
-    let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
-    let domain = m.matrices.constraints().next_power_of_two();
-    let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
+    let n = m.matrices.parameter_lengths();
     let t = Instant::now();
-    let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, seed);
+    let params = random_parameters_with_lengths(n.domain, n.inputs, n.aux, n.a, n.b, seed);
     let line = format!(
-        "matrices recorded in {recorded:.1?}; random parameters (h {} / l {aux} / a {na} / b {nb}) in {:.1?}",
-        domain - 1,
+        "matrices recorded in {recorded:.1?}; random parameters (h {} / l {} / a {} / b {}) in {:.1?}",
+        n.domain - 1,
+        n.aux,
+        n.a,
+        n.b,
         t.elapsed()
     );
     Ok((params, line))
@@ -144,19 +144,12 @@ pub fn bench(
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     for &rp in types {
-        let winning = rp.typ() == filecoin_proofs_api::PoStType::Winning;
-        let (kind, sectors) =
-            if winning { (PoStKind::Winning, 1) } else { (PoStKind::Window { partition_index: 0 }, rp.sector_count()) };
-        let mut randomness = [0x5au8; 32];
-        randomness[31] &= 0x3f;
-        let prover_id = [0x11u8; 32];
+        // The partition peer-prove --post proves too.
         let t = Instant::now();
-        let ids: Vec<u64> = (0..sectors as u64).map(|i| 10_000 + i).collect();
-        let made = post_test_sectors(rp, &randomness, &prover_id, &ids, 7).map_err(|x| e(&x))?;
-        let vanilla: Vec<Vec<u8>> = made.into_iter().map(|s| s.vanilla_proof).collect();
-        let bytes: usize = vanilla.iter().map(Vec::len).sum();
-        let instance: Arc<dyn ProofInstance> =
-            Arc::from(post_instance(rp, kind, &randomness, &prover_id, &vanilla).map_err(|x| e(&x))?);
+        let test = post_test_partition(rp).map_err(|x| e(&x))?;
+        let sectors = test.vanilla_proofs.len();
+        let bytes: usize = test.vanilla_proofs.iter().map(Vec::len).sum();
+        let instance: Arc<dyn ProofInstance> = Arc::from(test.instance().map_err(|x| e(&x))?);
         let made_in = t.elapsed();
         let t = Instant::now();
         let vanilla_ok = instance.check_vanilla_proofs().is_ok();
@@ -216,7 +209,7 @@ pub fn bench(
         let mut walls = Vec::new();
         for _ in 0..proofs {
             let t = Instant::now();
-            let instance = post_instance(rp, kind, &randomness, &prover_id, &vanilla).map_err(|x| e(&x))?;
+            let instance = test.instance().map_err(|x| e(&x))?;
             instance.check_vanilla_proofs().map_err(|x| e(&x))?;
             let config = config(SynthesisPath::Matrices { cache_dir: None });
             prove_instance(instance.as_ref(), &params, &pairs, &config).map_err(|x| e(&x))?;
