@@ -201,6 +201,37 @@ impl ConstraintSystem<Scalar> for MatrixCs {
     fn get_root(&mut self) -> &mut Self::Root {
         self
     }
+
+    /// Extensible as bellperson's prover is: circuits that synthesize parts
+    /// concurrently on their own constraint systems (storage-proofs-post's
+    /// `FallbackPoStCircuit`, one group of sectors per core) take the same
+    /// path here, so the matrices are what bellperson's prover records.
+    fn is_extensible() -> bool {
+        true
+    }
+
+    /// Appends `other`, a part that began with its own ONE input (bellperson's
+    /// `extend` contract): its ONE is ours, its other inputs and its aux are
+    /// numbered after ours, its rows follow ours, its coefficients join our
+    /// table (first appearance first, as one pass numbers them).
+    fn extend(&mut self, other: &Self) {
+        let map = self.merge_coeffs(&other.m.coeffs);
+        let shift = ColumnShift { p_in: 1, p_aux: 0, in_base: self.m.inputs as u32, aux_base: self.m.aux as u32 };
+        for which in 0..3u8 {
+            let from = match which {
+                0 => &other.m.a,
+                1 => &other.m.b,
+                _ => &other.m.c,
+            };
+            let into = self.mat(which);
+            let base = *into.row_starts.last().unwrap_or(&0);
+            into.row_starts.extend(from.row_starts[1..].iter().map(|&r| base + r));
+            into.cols.par_extend(from.cols.par_iter().map(|&c| shift.apply(c)));
+            into.coeffs.par_extend(from.coeffs.par_iter().map(|&i| map[i as usize]));
+        }
+        self.m.inputs += other.m.inputs.saturating_sub(1);
+        self.m.aux += other.m.aux;
+    }
 }
 
 /// Aux columns are recorded with this bit set and renumbered after the
@@ -217,18 +248,28 @@ impl MatrixCs {
             .collect();
         let mat_index = which;
         for (col, coeff) in tagged {
-            let key = coeff.to_repr();
-            let next = self.m.coeffs.len() as u32;
-            let idx = *self.coeff_index.entry(key).or_insert(next);
-            if idx == next {
-                self.m.coeffs.push(coeff);
-            }
+            let idx = self.coeff_index_of(coeff);
             let mat = self.mat(mat_index);
             mat.cols.push(col);
             mat.coeffs.push(idx);
         }
         let mat = self.mat(mat_index);
         mat.row_starts.push(mat.cols.len() as u64);
+    }
+
+    /// `coeff`'s index in the table, added when new.
+    fn coeff_index_of(&mut self, coeff: Scalar) -> u32 {
+        let next = self.m.coeffs.len() as u32;
+        let idx = *self.coeff_index.entry(coeff.to_repr()).or_insert(next);
+        if idx == next {
+            self.m.coeffs.push(coeff);
+        }
+        idx
+    }
+
+    /// Each of `coeffs`' index in this table (added when new), in order.
+    fn merge_coeffs(&mut self, coeffs: &[Scalar]) -> Vec<u32> {
+        coeffs.iter().map(|&c| self.coeff_index_of(c)).collect()
     }
 
     fn mat(&mut self, which: u8) -> &mut SparseMatrix {
@@ -297,25 +338,8 @@ impl ConstraintMatrices {
             return Err(MatrixError::Circuit("prefix: A, B, C row counts differ".into()));
         }
         // One coefficient table; each part's indices renumbered into it.
-        let mut coeffs: Vec<Scalar> = Vec::new();
-        let mut index: HashMap<[u8; 32], u32> = HashMap::new();
-        let mut renumber = Vec::with_capacity(parts.len());
-        for part in &parts {
-            let map: Vec<u32> = part
-                .m
-                .coeffs
-                .iter()
-                .map(|c| {
-                    let next = coeffs.len() as u32;
-                    let i = *index.entry(c.to_repr()).or_insert(next);
-                    if i == next {
-                        coeffs.push(*c);
-                    }
-                    i
-                })
-                .collect();
-            renumber.push(map);
-        }
+        let mut out = MatrixCs::new();
+        let renumber: Vec<Vec<u32>> = parts.iter().map(|part| out.merge_coeffs(&part.m.coeffs)).collect();
         let (mut in_base, mut aux_base) = (p_in, p_aux);
         let mut shifts = Vec::with_capacity(parts.len());
         for part in &parts {
@@ -348,11 +372,8 @@ impl ConstraintMatrices {
                 m.coeffs.par_iter_mut().for_each(|i| *i = map[*i as usize]);
             }
         });
-        let mut out = MatrixCs::new();
         out.m.inputs = in_base;
         out.m.aux = aux_base;
-        out.m.coeffs = coeffs;
-        out.coeff_index = index;
         for (j, part) in parts.into_iter().enumerate() {
             // Part 0 brings the prefix rows; later parts only their challenge.
             let from_row = if j == 0 { 0 } else { p_rows };
@@ -659,6 +680,47 @@ mod tests {
             assert!(joined.a == one_pass.a && joined.b == one_pass.b && joined.c == one_pass.c, "{rp:?}: A, B, C");
             assert!(joined.coeffs == one_pass.coeffs, "{rp:?}: the coefficient table");
         }
+    }
+
+    /// A part of a toy circuit: an input, aux, a row reading the ONE, the
+    /// part's input and aux, and coefficients shared with other parts and
+    /// its own.
+    fn toy_part<CS: ConstraintSystem<Scalar>>(cs: &mut CS, j: u64) -> Result<(), SynthesisError> {
+        let x = cs.alloc_input(|| "x", || Ok(Scalar::from(j)))?;
+        let y = cs.alloc(|| "y", || Ok(Scalar::from(j + 1)))?;
+        let z = cs.alloc(|| "z", || Ok(Scalar::ZERO))?;
+        let own = Scalar::from(1000 + j);
+        cs.enforce(|| "row", |lc| lc + x + (own, y), |lc| lc + CS::one() + (Scalar::from(3), z), |lc| lc + y);
+        cs.enforce(|| "row 2", |lc| lc + (-Scalar::ONE, z), |lc| lc + x, |lc| lc);
+        Ok(())
+    }
+
+    /// Three parts recorded on their own constraint systems (each with its
+    /// temporary ONE) and appended with `extend`, as an extensible circuit
+    /// does, are the parts recorded one after the other on one system.
+    #[test]
+    fn extended_parts_are_one_pass() {
+        struct Parts(bool);
+        impl Circuit<Scalar> for Parts {
+            fn synthesize<CS: ConstraintSystem<Scalar>>(self, cs: &mut CS) -> Result<(), SynthesisError> {
+                cs.alloc(|| "before", || Ok(Scalar::ONE))?;
+                for j in 0..3 {
+                    if self.0 && CS::is_extensible() {
+                        let mut part = CS::new();
+                        part.alloc_input(|| "temp ONE", || Ok(Scalar::ONE))?;
+                        toy_part(&mut part, j)?;
+                        cs.extend(&part);
+                    } else {
+                        toy_part(cs, j)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+        let extended = ConstraintMatrices::record(Parts(true)).unwrap();
+        let one_pass = ConstraintMatrices::record(Parts(false)).unwrap();
+        assert_eq!((extended.inputs, extended.aux, extended.constraints()), (4, 7, 6 + 4));
+        assert!(extended == one_pass, "{extended:?}\n{one_pass:?}");
     }
 
     #[test]

@@ -487,8 +487,30 @@ impl<Tree: 'static + MerkleTreeTrait> ProofInstance for FallbackPoStInstance<Tre
         Ok((cs.inputs, cs.aux))
     }
 
+    /// The blank circuit on the extensible recorder: storage-proofs-post
+    /// records groups of sectors concurrently (one per core,
+    /// `window_post_synthesis_num_cpus`) and appends them in order, as for
+    /// bellperson's prover. One pass took > 7 min for a 32 GiB WindowPoSt
+    /// partition (125 M constraints) on the H200 host.
     fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
         no_panic(0, || Ok(ConstraintMatrices::record(self.blank_circuit())))
+            .map_err(|e| MatrixError::Circuit(e.to_string()))?
+    }
+
+    /// The blank circuit's sectors recorded one after the other on one
+    /// constraint system (storage-proofs-post's non-extensible path).
+    fn record_matrices_sequential(&self) -> Result<ConstraintMatrices, MatrixError> {
+        /// The sectors in order, on whatever constraint system.
+        struct OnePass<Tree: MerkleTreeTrait>(FallbackPoStCircuit<Tree>);
+        impl<Tree: 'static + MerkleTreeTrait> bellperson::Circuit<Scalar> for OnePass<Tree> {
+            fn synthesize<CS: bellperson::ConstraintSystem<Scalar>>(
+                self,
+                cs: &mut CS,
+            ) -> Result<(), bellperson::SynthesisError> {
+                self.0.sectors.iter().try_for_each(|sector| sector.synthesize(cs))
+            }
+        }
+        no_panic(0, || Ok(ConstraintMatrices::record(OnePass(self.blank_circuit()))))
             .map_err(|e| MatrixError::Circuit(e.to_string()))?
     }
 

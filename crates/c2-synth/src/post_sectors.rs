@@ -239,6 +239,34 @@ mod tests {
         }
     }
 
+    /// The PoSt matrices, recorded as storage-proofs-post synthesizes for
+    /// bellperson's prover (groups of sectors concurrently, appended), are
+    /// the blank circuit's recorded one sector after the other, and A·z,
+    /// B·z, C·z over them is what synthesis evaluates.
+    #[test]
+    fn post_matrices_by_sector_groups_are_one_pass() {
+        use RegisteredPoStProof::*;
+        let prover_id = [5u8; 32];
+        for (rp, kind) in [
+            (StackedDrgWindow2KiBV1_2, PoStKind::Window { partition_index: 0 }),
+            (StackedDrgWindow8MiBV1_2, PoStKind::Window { partition_index: 0 }),
+            (StackedDrgWinning2KiBV1, PoStKind::Winning),
+        ] {
+            let r = randomness(33);
+            let n = if kind == PoStKind::Winning { 1 } else { rp.sector_count() as u64 };
+            let ids: Vec<u64> = (0..n).map(|i| 40 + i).collect();
+            let vanilla: Vec<Vec<u8>> =
+                post_test_sectors(rp, &r, &prover_id, &ids, 6).unwrap().into_iter().map(|s| s.vanilla_proof).collect();
+            let instance = post_instance(rp, kind, &r, &prover_id, &vanilla).unwrap();
+            let grouped = instance.record_matrices().unwrap();
+            let one_pass = instance.record_matrices_sequential().unwrap();
+            assert!(grouped == one_pass, "{rp:?}: grouped == one pass");
+            let full = instance.synthesize_partition(0).unwrap();
+            let (a, b, c) = c2_abc::evaluate(&grouped.view(), &full.input_assignment, &full.aux_assignment).unwrap();
+            assert!(a == full.a && b == full.b && c == full.c, "{rp:?}: A·z, B·z, C·z == synthesis");
+        }
+    }
+
     /// A full 32 GiB WindowPoSt partition: 2349 test sectors, 23,490
     /// challenged leaves, through the vanilla verifier.
     #[test]
