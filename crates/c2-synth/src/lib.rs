@@ -25,6 +25,7 @@ mod porep;
 mod post;
 mod post_sectors;
 mod update;
+mod update_circuit;
 mod update_sectors;
 
 pub use c2_core::{CompactWitness, Density, Synthesized};

@@ -257,6 +257,16 @@ impl MatrixCs {
         mat.row_starts.push(mat.cols.len() as u64);
     }
 
+    /// A system for a part recorded after `prefix`: it numbers its own
+    /// variables after the prefix's and holds only its own rows
+    /// ([`ConstraintMatrices::join_continuations`]).
+    pub(crate) fn continuing(prefix: &MatrixCs) -> Self {
+        let mut cs = Self::new();
+        cs.m.inputs = prefix.m.inputs;
+        cs.m.aux = prefix.m.aux;
+        cs
+    }
+
     /// `coeff`'s index in the table, added when new.
     fn coeff_index_of(&mut self, coeff: Scalar) -> u32 {
         let next = self.m.coeffs.len() as u32;
@@ -331,20 +341,15 @@ impl ConstraintMatrices {
     /// bellperson's `input · 0 = 0` rows. The same matrices as recording the
     /// whole circuit in one pass (tested), in a fraction of the time: each
     /// part is recorded on its own core.
-    pub(crate) fn join_parts(prefix: MatrixCs, mut parts: Vec<MatrixCs>) -> Result<Self, MatrixError> {
+    pub(crate) fn join_parts(prefix: MatrixCs, parts: Vec<MatrixCs>) -> Result<Self, MatrixError> {
         let p = &prefix.m;
-        let (p_in, p_aux, p_rows) = (p.inputs, p.aux, p.a.rows());
+        let p_rows = p.a.rows();
         if p_rows != p.b.rows() || p_rows != p.c.rows() {
             return Err(MatrixError::Circuit("prefix: A, B, C row counts differ".into()));
         }
-        // One coefficient table; each part's indices renumbered into it.
-        let mut out = MatrixCs::new();
-        let renumber: Vec<Vec<u32>> = parts.iter().map(|part| out.merge_coeffs(&part.m.coeffs)).collect();
-        let (mut in_base, mut aux_base) = (p_in, p_aux);
-        let mut shifts = Vec::with_capacity(parts.len());
         for part in &parts {
-            let same_prefix = part.m.inputs >= p_in
-                && part.m.aux >= p_aux
+            let same_prefix = part.m.inputs >= p.inputs
+                && part.m.aux >= p.aux
                 && [(&part.m.a, &p.a), (&part.m.b, &p.b), (&part.m.c, &p.c)].iter().all(|(m, q)| {
                     m.rows() >= p_rows
                         && m.row_starts[..=p_rows] == q.row_starts[..]
@@ -353,6 +358,40 @@ impl ConstraintMatrices {
             if !same_prefix {
                 return Err(MatrixError::Circuit("a challenge part does not begin with the circuit's prefix".into()));
             }
+        }
+        // Part 0 brings the prefix rows; later parts only their challenge.
+        Self::join((p.inputs, p.aux), parts, |j| if j == 0 { 0 } else { p_rows })
+    }
+
+    /// Joins parts recorded after `prefix` on constraint systems that
+    /// continue its numbering ([`MatrixCs::continuing`]: each holds only its
+    /// own rows, and reads the prefix's variables by their numbers): the
+    /// prefix's rows, then each part's, each part's own variables after the
+    /// previous part's, then bellperson's `input · 0 = 0` rows. The
+    /// matrices of prefix and parts recorded one after the other on one
+    /// system.
+    pub(crate) fn join_continuations(prefix: MatrixCs, parts: Vec<MatrixCs>) -> Result<Self, MatrixError> {
+        let (p_in, p_aux) = (prefix.m.inputs, prefix.m.aux);
+        if parts.iter().any(|part| part.m.inputs < p_in || part.m.aux < p_aux) {
+            return Err(MatrixError::Circuit("a part does not continue the circuit's prefix".into()));
+        }
+        // The prefix first, as a part with no variables of its own.
+        Self::join((p_in, p_aux), std::iter::once(prefix).chain(parts).collect(), |_| 0)
+    }
+
+    /// Appends `parts`' rows from `from_row(j)` on, each part's variables
+    /// past the shared `(inputs, aux)` numbered after the previous part's,
+    /// its coefficients merged into one table (first appearance first).
+    fn join(
+        (p_in, p_aux): (usize, usize),
+        mut parts: Vec<MatrixCs>,
+        from_row: impl Fn(usize) -> usize,
+    ) -> Result<Self, MatrixError> {
+        let mut out = MatrixCs::new();
+        let renumber: Vec<Vec<u32>> = parts.iter().map(|part| out.merge_coeffs(&part.m.coeffs)).collect();
+        let (mut in_base, mut aux_base) = (p_in, p_aux);
+        let mut shifts = Vec::with_capacity(parts.len());
+        for part in &parts {
             shifts.push(ColumnShift {
                 p_in: p_in as u32,
                 p_aux: p_aux as u32,
@@ -375,8 +414,7 @@ impl ConstraintMatrices {
         out.m.inputs = in_base;
         out.m.aux = aux_base;
         for (j, part) in parts.into_iter().enumerate() {
-            // Part 0 brings the prefix rows; later parts only their challenge.
-            let from_row = if j == 0 { 0 } else { p_rows };
+            let from_row = from_row(j);
             for (into, from) in [(&mut out.m.a, part.m.a), (&mut out.m.b, part.m.b), (&mut out.m.c, part.m.c)] {
                 let (first, base) = (from.row_starts[from_row], *into.row_starts.last().unwrap_or(&0));
                 into.row_starts.extend(from.row_starts[from_row + 1..].iter().map(|&r| base + r - first));

@@ -11,7 +11,7 @@
 //! this instance checks them first (storage-proofs' own verifier), so a
 //! tampered or mismatched request fails before any synthesis.
 
-use bellperson::groth16;
+use bellperson::{groth16, ConstraintSystem};
 use blstrs::{Bls12, Scalar};
 use filecoin_hashers::Domain;
 use filecoin_proofs::{
@@ -21,6 +21,7 @@ use filecoin_proofs::{
 };
 use filecoin_proofs_api::RegisteredUpdateProof;
 use rand_core::RngCore;
+use rayon::prelude::*;
 use storage_proofs_core::{
     compound_proof::CompoundProof, merkle::MerkleTreeTrait, parameter_cache::CacheableParameters, proof::ProofScheme,
 };
@@ -30,7 +31,8 @@ use storage_proofs_update::{
 };
 
 use crate::instance::{no_panic, prove_with_bellperson};
-use crate::{synthesize, ConstraintMatrices, MatrixError, ProofInstance, SynthError, Synthesized};
+use crate::matrices::MatrixCs;
+use crate::{synthesize, AssignmentCs, ConstraintMatrices, MatrixError, ProofInstance, SynthError, Synthesized};
 
 /// Why an update request's input cannot be proved. Every one is found
 /// before any synthesis.
@@ -199,18 +201,46 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofInstance for E
         no_panic(k, || synthesize(circuit).map_err(|source| SynthError::Synthesis { partition: k, source }))
     }
 
-    /// The circuit's gadgets on a witness-only constraint system (no
-    /// constraint evaluated).
+    /// The circuit's gadgets on witness-only constraint systems, the
+    /// challenges concurrently ([`crate::update_circuit`]), values appended
+    /// in the circuit's order.
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         let circuit = self.circuit(k)?;
+        let (prefix, parts) =
+            split_synthesis(k, &circuit, one_input(AssignmentCs::default()), |_| AssignmentCs::default())?;
+        let mut aux = Vec::with_capacity(prefix.aux.len() + parts.iter().map(|p| p.aux.len()).sum::<usize>());
+        aux.extend_from_slice(&prefix.aux);
+        let mut inputs = prefix.inputs;
+        for part in parts {
+            inputs.extend_from_slice(&part.inputs);
+            aux.extend_from_slice(&part.aux);
+        }
+        Ok((inputs, aux))
+    }
+
+    /// The reference for [`ProofInstance::synthesize_witness`]: the circuit
+    /// as storage-proofs-update runs it, on one witness-only system.
+    fn synthesize_witness_gadgets(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
+        let circuit = self.circuit(k)?;
         let cs = no_panic(k, || {
-            crate::cs::witness_of(circuit, crate::AssignmentCs::default())
+            crate::cs::witness_of(circuit, AssignmentCs::default())
                 .map_err(|source| SynthError::Synthesis { partition: k, source })
         })?;
         Ok((cs.inputs, cs.aux))
     }
 
+    /// The blank circuit's prefix, then its challenges concurrently on
+    /// systems that continue the prefix's numbering, joined. One pass took
+    /// minutes per shape at 32 GiB (82 M constraints, one thread).
     fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
+        let blank = self.blank_circuit();
+        let (prefix, parts) = split_synthesis(0, &blank, one_input(MatrixCs::new()), MatrixCs::continuing)
+            .map_err(|e| MatrixError::Circuit(e.to_string()))?;
+        ConstraintMatrices::join_continuations(prefix, parts)
+    }
+
+    /// storage-proofs-update's blank circuit recorded in one pass.
+    fn record_matrices_sequential(&self) -> Result<ConstraintMatrices, MatrixError> {
         no_panic(0, || Ok(ConstraintMatrices::record(self.blank_circuit())))
             .map_err(|e| MatrixError::Circuit(e.to_string()))?
     }
@@ -244,6 +274,44 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofInstance for E
         let circuits = partitions.iter().map(|&k| self.circuit(k)).collect::<Result<_, _>>()?;
         prove_with_bellperson(circuits, params, r, s)
     }
+}
+
+/// `cs` with the ONE input allocated, as a prover's system begins.
+fn one_input<CS: ConstraintSystem<Scalar>>(mut cs: CS) -> CS {
+    // Allocating an input on an empty system cannot fail on these systems.
+    let _ = cs.alloc_input(|| "one", || Ok(<Scalar as ff::Field>::ONE));
+    cs
+}
+
+/// Partition `k`'s `circuit` split ([`crate::update_circuit`]): the prefix
+/// on `cs`, then each challenge on its own system made by `continuing`
+/// from the prefix's, concurrently; the systems in the circuit's order.
+fn split_synthesis<TreeR, CS>(
+    k: usize,
+    circuit: &EmptySectorUpdateCircuit<TreeR>,
+    mut cs: CS,
+    continuing: impl Fn(&CS) -> CS + Sync,
+) -> Result<(CS, Vec<CS>), SynthError>
+where
+    TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>,
+    CS: ConstraintSystem<Scalar> + Send + Sync,
+{
+    let err = |source| SynthError::Synthesis { partition: k, source };
+    let prefix = no_panic(k, || crate::update_circuit::prefix(&mut cs, circuit).map_err(err))?;
+    let proofs = &circuit.priv_inputs.challenge_proofs;
+    if proofs.len() != prefix.challenges() {
+        return Err(err(bellperson::SynthesisError::Unsatisfiable));
+    }
+    let parts = proofs
+        .par_iter()
+        .enumerate()
+        .map(|(c, proof)| {
+            let mut part = continuing(&cs);
+            no_panic(k, || crate::update_circuit::challenge(&mut part, &prefix, c, proof).map_err(err))?;
+            Ok(part)
+        })
+        .collect::<Result<Vec<_>, SynthError>>()?;
+    Ok((cs, parts))
 }
 
 /// Decodes a request's vanilla proofs (each a bincode `PartitionProof`, as

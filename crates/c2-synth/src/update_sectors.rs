@@ -222,6 +222,46 @@ mod tests {
         }
     }
 
+    /// The circuit split into its prefix and challenges, synthesized
+    /// concurrently (`update_circuit`), is storage-proofs-update's circuit:
+    /// the witness is the gadgets' one-pass witness, the matrices joined
+    /// from the parts are the blank circuit's recorded in one pass, and
+    /// A·z, B·z, C·z over them is what synthesis evaluates.
+    fn split_update_circuit_is_storage_proofs(rp: RegisteredUpdateProof, partitions: &[usize]) {
+        let u = update_test_sector(rp, 8).unwrap();
+        let instance = update_instance(rp, &u.vanilla_proofs, &u.comm_r_old, &u.comm_r_new, &u.comm_d_new).unwrap();
+        let t = std::time::Instant::now();
+        let split = instance.record_matrices().unwrap();
+        let t_split = t.elapsed();
+        let t = std::time::Instant::now();
+        let one_pass = instance.record_matrices_sequential().unwrap();
+        eprintln!("{rp:?}: matrices by parts {t_split:.2?}, one pass {:.2?}", t.elapsed());
+        assert_eq!(
+            (split.inputs, split.aux, split.constraints()),
+            (one_pass.inputs, one_pass.aux, one_pass.constraints())
+        );
+        assert!(split == one_pass, "{rp:?}: split matrices == one pass");
+        for &k in partitions {
+            let (inputs, aux) = instance.synthesize_witness(k).unwrap();
+            let gadgets = instance.synthesize_witness_gadgets(k).unwrap();
+            assert!(inputs == gadgets.0 && aux == gadgets.1, "{rp:?} partition {k}: split witness == one pass");
+            let full = instance.synthesize_partition(k).unwrap();
+            let (a, b, c) = c2_abc::evaluate(&split.view(), &inputs, &aux).unwrap();
+            assert!(a == full.a && b == full.b && c == full.c, "{rp:?} partition {k}: A·z, B·z, C·z == synthesis");
+        }
+    }
+
+    #[test]
+    fn split_update_circuit_is_storage_proofs_at_2kib() {
+        split_update_circuit_is_storage_proofs(RegisteredUpdateProof::StackedDrg2KiBV1, &[0]);
+    }
+
+    #[test]
+    #[ignore = "8 MiB: ~10 M constraints per partition, a few minutes on two cores; cargo test --release -p c2-synth -- --ignored split_update"]
+    fn split_update_circuit_is_storage_proofs_at_8mib() {
+        split_update_circuit_is_storage_proofs(RegisteredUpdateProof::StackedDrg8MiBV1, &[0, 3]);
+    }
+
     /// The circuit the 2 KiB test update builds is satisfied.
     #[test]
     fn a_test_update_circuit_is_satisfied() {
