@@ -32,7 +32,11 @@ use storage_proofs_update::{
 
 use crate::instance::{no_panic, prove_with_bellperson};
 use crate::matrices::MatrixCs;
-use crate::{synthesize, AssignmentCs, ConstraintMatrices, MatrixError, ProofInstance, SynthError, Synthesized};
+use crate::update_circuit::{Gadgets, Hashes, Native};
+use crate::{
+    synthesize, AssignmentCs, CompactCs, CompactWitness, ConstraintMatrices, MatrixError, ProofInstance, SynthError,
+    Synthesized,
+};
 
 /// Why an update request's input cannot be proved. Every one is found
 /// before any synthesis.
@@ -206,14 +210,31 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofInstance for E
     /// in the circuit's order.
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         let circuit = self.circuit(k)?;
-        let (prefix, parts) =
-            split_synthesis(k, &circuit, one_input(AssignmentCs::default()), |_| AssignmentCs::default())?;
+        let (prefix, parts) = split_synthesis::<Native, _, _>(k, &circuit, one_input(AssignmentCs::default()), |_| {
+            AssignmentCs::default()
+        })?;
         let mut aux = Vec::with_capacity(prefix.aux.len() + parts.iter().map(|p| p.aux.len()).sum::<usize>());
         aux.extend_from_slice(&prefix.aux);
         let mut inputs = prefix.inputs;
         for part in parts {
             inputs.extend_from_slice(&part.inputs);
             aux.extend_from_slice(&part.aux);
+        }
+        Ok((inputs, aux))
+    }
+
+    /// As [`ProofInstance::synthesize_witness`], into compact parts (0/1
+    /// as bits: most of the witness is SHA-256's bits), appended in order.
+    fn synthesize_compact_witness(&self, k: usize) -> Result<(Vec<Scalar>, CompactWitness), SynthError> {
+        let circuit = self.circuit(k)?;
+        let (prefix, parts) =
+            split_synthesis::<Native, _, _>(k, &circuit, one_input(CompactCs::default()), |_| CompactCs::default())?;
+        let mut aux = prefix.aux;
+        aux.reserve(parts.iter().map(|p| p.aux.len()).sum(), parts.iter().map(|p| p.aux.full_count()).sum());
+        let mut inputs = prefix.inputs;
+        for part in &parts {
+            inputs.extend_from_slice(&part.inputs);
+            aux.append(&part.aux);
         }
         Ok((inputs, aux))
     }
@@ -234,8 +255,9 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofInstance for E
     /// minutes per shape at 32 GiB (82 M constraints, one thread).
     fn record_matrices(&self) -> Result<ConstraintMatrices, MatrixError> {
         let blank = self.blank_circuit();
-        let (prefix, parts) = split_synthesis(0, &blank, one_input(MatrixCs::new()), MatrixCs::continuing)
-            .map_err(|e| MatrixError::Circuit(e.to_string()))?;
+        let (prefix, parts) =
+            split_synthesis::<Gadgets, _, _>(0, &blank, one_input(MatrixCs::new()), MatrixCs::continuing)
+                .map_err(|e| MatrixError::Circuit(e.to_string()))?;
         ConstraintMatrices::join_continuations(prefix, parts)
     }
 
@@ -286,18 +308,19 @@ fn one_input<CS: ConstraintSystem<Scalar>>(mut cs: CS) -> CS {
 /// Partition `k`'s `circuit` split ([`crate::update_circuit`]): the prefix
 /// on `cs`, then each challenge on its own system made by `continuing`
 /// from the prefix's, concurrently; the systems in the circuit's order.
-fn split_synthesis<TreeR, CS>(
+fn split_synthesis<H, TreeR, CS>(
     k: usize,
     circuit: &EmptySectorUpdateCircuit<TreeR>,
     mut cs: CS,
     continuing: impl Fn(&CS) -> CS + Sync,
 ) -> Result<(CS, Vec<CS>), SynthError>
 where
+    H: Hashes<CS>,
     TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>,
     CS: ConstraintSystem<Scalar> + Send + Sync,
 {
     let err = |source| SynthError::Synthesis { partition: k, source };
-    let prefix = no_panic(k, || crate::update_circuit::prefix(&mut cs, circuit).map_err(err))?;
+    let prefix = no_panic(k, || crate::update_circuit::prefix::<H, _, _>(&mut cs, circuit).map_err(err))?;
     let proofs = &circuit.priv_inputs.challenge_proofs;
     if proofs.len() != prefix.challenges() {
         return Err(err(bellperson::SynthesisError::Unsatisfiable));
@@ -307,7 +330,7 @@ where
         .enumerate()
         .map(|(c, proof)| {
             let mut part = continuing(&cs);
-            no_panic(k, || crate::update_circuit::challenge(&mut part, &prefix, c, proof).map_err(err))?;
+            no_panic(k, || crate::update_circuit::challenge::<H, _, _>(&mut part, &prefix, c, proof).map_err(err))?;
             Ok(part)
         })
         .collect::<Result<Vec<_>, SynthError>>()?;

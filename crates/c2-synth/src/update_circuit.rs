@@ -28,13 +28,70 @@ use bellperson::gadgets::num::AllocatedNum;
 use bellperson::{ConstraintSystem, LinearCombination, SynthesisError};
 use blstrs::Scalar;
 use ff::{Field, PrimeField, PrimeFieldBits};
+use filecoin_hashers::poseidon::PoseidonFunction;
+use filecoin_hashers::sha256::Sha256Function;
 use filecoin_hashers::{HashFunction, Hasher};
+use generic_array::typenum::{U2, U4, U8};
 use neptune::circuit::poseidon_hash;
-use storage_proofs_core::gadgets::{insertion::select, por::por_no_challenge_input};
+use storage_proofs_core::gadgets::insertion::{insert, select};
 use storage_proofs_core::merkle::MerkleTreeTrait;
 use storage_proofs_update::circuit::ChallengeProof;
-use storage_proofs_update::constants::{hs, TreeD, TreeDHasher, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
+use storage_proofs_update::constants::{hs, TreeRHasher, POSEIDON_CONSTANTS_GEN_RANDOMNESS};
 use storage_proofs_update::EmptySectorUpdateCircuit;
+
+use crate::native::{self, Assignments};
+
+/// How the circuit's Merkle hashes are synthesized: [`Gadgets`] runs
+/// filecoin-hashers' gadgets (any system: matrices, the reference
+/// witness), [`Native`] computes the same assignments on values
+/// (witness-only systems; SHA-256 is ~95 % of a 32 GiB partition's
+/// constraints).
+pub(crate) trait Hashes<CS: ConstraintSystem<Scalar>> {
+    /// `Sha256Function::hash_multi_leaf_circuit` (and `hash2_circuit`,
+    /// the same for two leaves).
+    fn sha256(cs: &mut CS, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError>;
+    /// `PoseidonFunction::hash_multi_leaf_circuit` of arity `leaves.len()`.
+    fn poseidon(cs: &mut CS, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError>;
+}
+
+/// filecoin-hashers' gadgets.
+pub(crate) struct Gadgets;
+
+impl<CS: ConstraintSystem<Scalar>> Hashes<CS> for Gadgets {
+    fn sha256(cs: &mut CS, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+        Sha256Function::hash_multi_leaf_circuit::<U2, _>(cs, leaves, 0)
+    }
+
+    fn poseidon(cs: &mut CS, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+        match leaves.len() {
+            2 => PoseidonFunction::hash_multi_leaf_circuit::<U2, _>(cs, leaves, 0),
+            4 => PoseidonFunction::hash_multi_leaf_circuit::<U4, _>(cs, leaves, 0),
+            8 => PoseidonFunction::hash_multi_leaf_circuit::<U8, _>(cs, leaves, 0),
+            _ => Err(malformed()),
+        }
+    }
+}
+
+/// The hashes on values ([`native::sha256`], [`native::poseidon`]), the
+/// result allocated last as the gadgets allocate it.
+pub(crate) struct Native;
+
+impl<W: Assignments> Hashes<W> for Native {
+    fn sha256(cs: &mut W, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+        native::stacked::sha256_of_nums(cs, leaves)
+    }
+
+    fn poseidon(cs: &mut W, leaves: &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError> {
+        let values = leaves.iter().map(|n| missing(n.get_value())).collect::<Result<Vec<_>, _>>()?;
+        let hash = match leaves.len() {
+            2 => native::poseidon::hash::<U2>(cs, &values),
+            4 => native::poseidon::hash::<U4>(cs, &values),
+            8 => native::poseidon::hash::<U8>(cs, &values),
+            _ => return Err(malformed()),
+        };
+        AllocatedNum::alloc(cs, || Ok(hash))
+    }
+}
 
 /// What a challenge reads of the prefix.
 pub(crate) struct Prefix {
@@ -84,11 +141,12 @@ fn alloc<CS: ConstraintSystem<Scalar>>(
 
 /// Everything `EmptySectorUpdateCircuit::synthesize` does before its loop
 /// over the challenges, in its order.
-pub(crate) fn prefix<TreeR, CS>(
+pub(crate) fn prefix<H, TreeR, CS>(
     cs: &mut CS,
     circuit: &EmptySectorUpdateCircuit<TreeR>,
 ) -> Result<Prefix, SynthesisError>
 where
+    H: Hashes<CS>,
     TreeR: MerkleTreeTrait<Hasher = TreeRHasher>,
     CS: ConstraintSystem<Scalar>,
 {
@@ -186,13 +244,7 @@ where
         );
     }
 
-    apex_por(
-        &mut cs.namespace(|| "apex_gadget"),
-        apex_leafs.clone(),
-        partition_bits.clone(),
-        partition_path,
-        comm_d_new,
-    )?;
+    apex_por::<H, _>(cs, apex_leafs.clone(), &partition_bits, partition_path, comm_d_new)?;
     let challenge_bits = gen_challenge_bits(
         &mut cs.namespace(|| "gen_challenge_bits"),
         &comm_r_new,
@@ -218,13 +270,14 @@ where
 /// Challenge `c`'s iteration of the circuit's loop: rho, the new label,
 /// the TreeROld and TreeRNew paths, the TreeDNew path up to the apex leaf
 /// it selects.
-pub(crate) fn challenge<TreeR, CS>(
+pub(crate) fn challenge<H, TreeR, CS>(
     cs: &mut CS,
     prefix: &Prefix,
     c: usize,
     proof: &ChallengeProof<TreeR>,
 ) -> Result<(), SynthesisError>
 where
+    H: Hashes<CS>,
     TreeR: MerkleTreeTrait<Hasher = TreeRHasher>,
     CS: ConstraintSystem<Scalar>,
 {
@@ -265,21 +318,9 @@ where
             .collect::<Result<Vec<_>, SynthesisError>>()
     };
     let path_r_old = siblings(cs, "path_r_old", &proof.path_r_old)?;
-    por_no_challenge_input::<TreeR, _>(
-        cs.namespace(|| format!("por tree_r_old (c_index={c})")),
-        c_bits.clone(),
-        leaf_r_old,
-        path_r_old,
-        prefix.root_r_old.clone(),
-    )?;
+    por(cs, &c_bits, leaf_r_old, path_r_old, &prefix.root_r_old, H::poseidon)?;
     let path_r_new = siblings(cs, "path_r_new", &proof.path_r_new)?;
-    por_no_challenge_input::<TreeR, _>(
-        cs.namespace(|| format!("por tree_r_new (c_index={c})")),
-        c_bits.clone(),
-        leaf_r_new,
-        path_r_new,
-        prefix.root_r_new.clone(),
-    )?;
+    por(cs, &c_bits, leaf_r_new, path_r_new, &prefix.root_r_new, H::poseidon)?;
 
     let to_apex = prefix.challenge_bit_len - prefix.partition_bit_len - prefix.apex_leaf_bit_len;
     let apex_leaf_bits: Vec<Boolean> =
@@ -296,47 +337,63 @@ where
             Ok(vec![alloc(cs, || format!("path_to_apex_leaf sibling (c_index={c}, tree_row={row})"), v)?])
         })
         .collect::<Result<Vec<_>, SynthesisError>>()?;
-    por_no_challenge_input::<TreeD, _>(
-        cs.namespace(|| format!("por to_apex_leaf (c_index={c})")),
-        c_bits.into_iter().take(to_apex).collect(),
-        leaf_d_new,
-        path_to_apex,
-        apex_leaf,
-    )
+    por(cs, &c_bits[..to_apex], leaf_d_new, path_to_apex, &apex_leaf, H::sha256)
+}
+
+/// storage-proofs-core's `por_no_challenge_input`: per level, as many of
+/// `bits` as the level's arity takes, `insert`, the level's hash; the
+/// root computed from the leaf equal to `root` (a constraint). Every bit
+/// is used.
+fn por<CS: ConstraintSystem<Scalar>>(
+    cs: &mut CS,
+    bits: &[AllocatedBit],
+    leaf: AllocatedNum<Scalar>,
+    path: Vec<Vec<AllocatedNum<Scalar>>>,
+    root: &AllocatedNum<Scalar>,
+    hash: fn(&mut CS, &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError>,
+) -> Result<(), SynthesisError> {
+    let mut cur = leaf;
+    let mut bits = bits.iter().cloned().map(Boolean::from);
+    for siblings in path {
+        let arity = siblings.len() + 1;
+        if !arity.is_power_of_two() || arity < 2 {
+            return Err(malformed());
+        }
+        let index: Vec<Boolean> = bits.by_ref().take(arity.trailing_zeros() as usize).collect();
+        if index.len() != arity.trailing_zeros() as usize {
+            return Err(malformed());
+        }
+        let preimage = insert(cs, &cur, &index, &siblings)?;
+        cur = hash(cs, &preimage)?;
+    }
+    if bits.next().is_some() {
+        return Err(malformed());
+    }
+    cs.enforce(
+        || "calculated root == provided root",
+        |lc| lc + cur.get_variable(),
+        |lc| lc + CS::one(),
+        |lc| lc + root.get_variable(),
+    );
+    Ok(())
 }
 
 /// The partition's apex tree from its leafs (SHA-256), and the partition
 /// path from its root to comm_d.
-fn apex_por<CS: ConstraintSystem<Scalar>>(
+fn apex_por<H: Hashes<CS>, CS: ConstraintSystem<Scalar>>(
     cs: &mut CS,
     apex_leafs: Vec<AllocatedNum<Scalar>>,
-    partition_bits: Vec<AllocatedBit>,
+    partition_bits: &[AllocatedBit],
     partition_path: Vec<Vec<AllocatedNum<Scalar>>>,
     comm_d: AllocatedNum<Scalar>,
 ) -> Result<(), SynthesisError> {
     let height = apex_leafs.len().trailing_zeros() as usize;
     let mut row = apex_leafs;
-    for r in 0..height {
-        row = row
-            .chunks(2)
-            .enumerate()
-            .map(|(i, pair)| {
-                <TreeDHasher as Hasher>::Function::hash2_circuit(
-                    cs.namespace(|| format!("apex_tree generation hash (tree_row={r}, siblings={i})")),
-                    &pair[0],
-                    &pair[1],
-                )
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+    for _ in 0..height {
+        row = row.chunks(2).map(|pair| H::sha256(cs, pair)).collect::<Result<Vec<_>, _>>()?;
     }
     let root = row.into_iter().next().ok_or_else(malformed)?;
-    por_no_challenge_input::<TreeD, _>(
-        cs.namespace(|| "partition-tree por"),
-        partition_bits,
-        root,
-        partition_path,
-        comm_d,
-    )
+    por(cs, partition_bits, root, partition_path, &comm_d, H::sha256)
 }
 
 /// `num` as `Scalar::NUM_BITS` allocated bits, little-endian, bound to it.

@@ -224,7 +224,8 @@ mod tests {
 
     /// The circuit split into its prefix and challenges, synthesized
     /// concurrently (`update_circuit`), is storage-proofs-update's circuit:
-    /// the witness is the gadgets' one-pass witness, the matrices joined
+    /// the witness (hashes native, full and compact) is the gadgets'
+    /// one-pass witness, the matrices (gadgets) joined
     /// from the parts are the blank circuit's recorded in one pass, and
     /// A·z, B·z, C·z over them is what synthesis evaluates.
     fn split_update_circuit_is_storage_proofs(rp: RegisteredUpdateProof, partitions: &[usize]) {
@@ -242,9 +243,15 @@ mod tests {
         );
         assert!(split == one_pass, "{rp:?}: split matrices == one pass");
         for &k in partitions {
+            let t = std::time::Instant::now();
             let (inputs, aux) = instance.synthesize_witness(k).unwrap();
+            let t_native = t.elapsed();
+            let t = std::time::Instant::now();
             let gadgets = instance.synthesize_witness_gadgets(k).unwrap();
-            assert!(inputs == gadgets.0 && aux == gadgets.1, "{rp:?} partition {k}: split witness == one pass");
+            eprintln!("{rp:?} partition {k}: witness native, challenges concurrently {t_native:.2?}; gadgets, one pass {:.2?}", t.elapsed());
+            assert!(inputs == gadgets.0 && aux == gadgets.1, "{rp:?} partition {k}: native split witness == one pass");
+            let (compact_inputs, compact) = instance.synthesize_compact_witness(k).unwrap();
+            assert!(compact_inputs == inputs && compact.expand() == aux, "{rp:?} partition {k}: compact witness");
             let full = instance.synthesize_partition(k).unwrap();
             let (a, b, c) = c2_abc::evaluate(&split.view(), &inputs, &aux).unwrap();
             assert!(a == full.a && b == full.b && c == full.c, "{rp:?} partition {k}: A·z, B·z, C·z == synthesis");

@@ -343,7 +343,7 @@ fn comm_d_inclusion<W: Assignments>(
 /// `Sha256Function::hash_multi_leaf_circuit`: each number's 255 bits
 /// (allocated by the gadget), padded to 256, every byte's bits reversed;
 /// the digest natively, packed into one number.
-fn sha256_of_nums<W: Assignments>(
+pub(crate) fn sha256_of_nums<W: Assignments>(
     cs: &mut W,
     leaves: &[AllocatedNum<Scalar>],
 ) -> Result<AllocatedNum<Scalar>, SynthesisError> {
