@@ -110,12 +110,14 @@ pub(crate) fn witness_vs_circuit(
     params: &Parameters<Bls12>,
     pairs: &[(Scalar, Scalar)],
     config: &dyn Fn(SynthesisPath) -> ProverConfig,
+    circuit_path: bool,
 ) -> Result<Vec<u8>, String> {
     let mut results = Vec::new();
-    for (label, synthesis) in [
+    let paths = [
         ("witness only, a, b, c on the device", SynthesisPath::Matrices { cache_dir: None }),
         ("circuit path, a, b, c from the host", SynthesisPath::Circuit),
-    ] {
+    ];
+    for (label, synthesis) in paths.into_iter().take(if circuit_path { 2 } else { 1 }) {
         let t = Instant::now();
         let (bytes, rep) = prove_instance(instance, params, pairs, &config(synthesis)).map_err(|x| x.to_string())?;
         let line = format!("{tag} {}", summary(label, t.elapsed().as_secs_f64(), &rep));
@@ -123,10 +125,14 @@ pub(crate) fn witness_vs_circuit(
         r.bench.push(line);
         results.push(bytes);
     }
-    r.check(
-        format!("{tag}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
-        results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * pairs.len(),
-    );
+    if circuit_path {
+        r.check(
+            format!("{tag}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
+            results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * pairs.len(),
+        );
+    } else {
+        println!("{tag}: circuit path not run at this size (tests hold the paths equal at 2 KiB and 8 MiB)");
+    }
     Ok(results.swap_remove(0))
 }
 
@@ -200,7 +206,7 @@ pub fn bench(
         println!("post {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64))];
         let config = |synthesis| timing_config(&backend, &store, synthesis);
-        let ours = witness_vs_circuit(r, &format!("post {rp:?}"), instance.as_ref(), &params, &pairs, &config)?;
+        let ours = witness_vs_circuit(r, &format!("post {rp:?}"), instance.as_ref(), &params, &pairs, &config, true)?;
         if let Some(dir) = proof_dir {
             std::fs::write(dir.join(format!("ours-{}.proof", post_name(rp))), &ours).map_err(|x| e(&x))?;
         }
