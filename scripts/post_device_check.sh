@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 39 and 40 on one GPU: every proof kind Curio sends, on the device.
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|window|winning-update
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|window|winning-update|update-peer
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -15,8 +15,9 @@
 #                 and r, s (`peer-prove --circuit window-32g`, when BIN_DIR
 #                 has it): proof bytes compared.
 # winning-update: the same for WinningPoSt 32 GiB, then `--only update` for
-#                 2 KiB and 32 GiB SnapDeals test updates and the peer on
-#                 the 32 GiB update's partition 0.
+#                 2 KiB and 32 GiB SnapDeals test updates.
+# update-peer:    bellperson's CUDA prover on the 32 GiB update's partition 0
+#                 (`peer-prove --circuit update-32g`), compared with ours.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
 # slow step leaves the call its other steps); OUT/summary.txt has one line
 # per command (exit status, seconds, the last line that says what passed).
@@ -67,8 +68,14 @@ window)
 winning-update)
     step winning-32g 150 "$runner" --only post --post-sizes 32g --post-kinds winning --post-proofs 5 --proof-dir "$out"
     peer winning-32g 1 90
-    step update 280 "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
-    peer update-32g 1 150
+    step update 330 "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
+    ;;
+update-peer)
+    # bellperson synthesizes the update circuit on one thread (~82 M
+    # constraints at 32 GiB): its own call. Ours comes from the
+    # winning-update call's OUT, carried back as $bin/ours-update-32g.proof.
+    cp "$bin/ours-update-32g.proof" "$out/" 2>/dev/null
+    peer update-32g 1 560
     ;;
 esac
 cat "$out/summary.txt"
