@@ -73,8 +73,13 @@ pub fn random_params_of(
     let n = m.matrices.parameter_lengths();
     let t = Instant::now();
     let params = random_parameters_with_lengths(n.domain, n.inputs, n.aux, n.a, n.b, seed);
+    let mx = &m.matrices;
     let line = format!(
-        "matrices recorded in {recorded:.1?}; random parameters (h {} / l {} / a {} / b {}) in {:.1?}",
+        "matrices recorded in {recorded:.1?} ({} constraints, {} inputs, {} aux, A+B+C {} entries); random parameters (h {} / l {} / a {} / b {}) in {:.1?}",
+        mx.constraints(),
+        mx.inputs,
+        mx.aux,
+        mx.a.entries() + mx.b.entries() + mx.c.entries(),
         n.domain - 1,
         n.aux,
         n.a,
