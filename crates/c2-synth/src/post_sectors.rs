@@ -270,7 +270,7 @@ mod tests {
     /// A full 32 GiB WindowPoSt partition: 2349 test sectors, 23,490
     /// challenged leaves, through the vanilla verifier.
     #[test]
-    #[ignore = "a full-size partition: ~20 s on two cores (POST_FULL_WITNESS=1: also its witness natively and through the gadgets, ~3 min, 8 GB); cargo test --release -p c2-synth -- --ignored full_size"]
+    #[ignore = "a full-size partition: ~20 s on two cores (POST_FULL_MATRICES=1: also its matrices by sector groups and a·b = c; POST_FULL_WITNESS=1: its witness natively and through the gadgets, ~3 min, 8 GB); cargo test --release -p c2-synth -- --ignored full_size"]
     fn a_full_size_window_post_partition_verifies() {
         let rp = RegisteredPoStProof::StackedDrgWindow32GiBV1_2;
         let (r, prover_id) = (randomness(5), [9u8; 32]);
@@ -290,6 +290,27 @@ mod tests {
             bytes as f64 / 1e6,
             t.elapsed()
         );
+        if std::env::var_os("POST_FULL_MATRICES").is_some() {
+            // The matrices by sector groups (storage-proofs-post's
+            // extensible path), and a·b = c over them with the native
+            // witness.
+            let t = std::time::Instant::now();
+            let m = instance.record_matrices().unwrap();
+            eprintln!(
+                "matrices by sector groups in {:.1?}: {} constraints, {} inputs, {} aux, A+B+C {} entries",
+                t.elapsed(),
+                m.constraints(),
+                m.inputs,
+                m.aux,
+                m.a.entries() + m.b.entries() + m.c.entries()
+            );
+            let t = std::time::Instant::now();
+            let (inputs, aux) = instance.synthesize_witness(0).unwrap();
+            let (a, b, c) = c2_abc::evaluate(&m.view(), &inputs, &aux).unwrap();
+            let bad = a.iter().zip(&b).zip(&c).position(|((a, b), c)| *a * b != *c);
+            eprintln!("native witness and A·z, B·z, C·z in {:.1?}", t.elapsed());
+            assert_eq!(bad, None, "a·b = c at full size");
+        }
         if std::env::var_os("POST_FULL_WITNESS").is_some() {
             // The witness at full size, native and through the gadgets
             // (minutes and ~8 GB on two cores; timings, not a target).

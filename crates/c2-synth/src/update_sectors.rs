@@ -269,6 +269,57 @@ mod tests {
         split_update_circuit_is_storage_proofs(RegisteredUpdateProof::StackedDrg8MiBV1, &[0, 3]);
     }
 
+    /// A full-size (32 GiB) update partition on the split circuit: the
+    /// matrices recorded (prefix, then the 86 challenges concurrently),
+    /// partition 0's and 15's native witnesses, and a·b = c over A·z, B·z,
+    /// C·z. With `UPDATE_FULL_ONE_PASS=1` also storage-proofs' one pass
+    /// (matrices and partition 0's gadget witness) compared with them.
+    #[test]
+    #[ignore = "a full-size update partition: ~82 M constraints, minutes and ~12 GB on two cores; cargo test --release -p c2-synth -- --ignored full_size_update --nocapture"]
+    fn a_full_size_update_partition_is_satisfied() {
+        let rp = RegisteredUpdateProof::StackedDrg32GiBV1;
+        let t = std::time::Instant::now();
+        let u = update_test_sector(rp, 8).unwrap();
+        let instance = update_instance(rp, &u.vanilla_proofs, &u.comm_r_old, &u.comm_r_new, &u.comm_d_new).unwrap();
+        instance.check_vanilla_proofs().unwrap();
+        eprintln!("32 GiB test update: {} partitions made and verified in {:.1?}", u.vanilla_proofs.len(), t.elapsed());
+        let t = std::time::Instant::now();
+        let m = instance.record_matrices().unwrap();
+        let entries = m.a.entries() + m.b.entries() + m.c.entries();
+        eprintln!(
+            "matrices by parts in {:.1?}: {} constraints, {} inputs, {} aux, A+B+C {entries} entries, {} coefficients; parameter lengths {:?}",
+            t.elapsed(),
+            m.constraints(),
+            m.inputs,
+            m.aux,
+            m.coeffs.len(),
+            m.parameter_lengths()
+        );
+        for k in [0, 15] {
+            let t = std::time::Instant::now();
+            let (inputs, aux) = instance.synthesize_witness(k).unwrap();
+            let t_witness = t.elapsed();
+            let t = std::time::Instant::now();
+            let (a, b, c) = c2_abc::evaluate(&m.view(), &inputs, &aux).unwrap();
+            let bad = a.iter().zip(&b).zip(&c).position(|((a, b), c)| *a * b != *c);
+            eprintln!("partition {k}: native witness in {t_witness:.1?}, A·z, B·z, C·z in {:.1?}", t.elapsed());
+            assert_eq!(bad, None, "partition {k}: a·b = c");
+            if k == 0 && std::env::var_os("UPDATE_FULL_ONE_PASS").is_some() {
+                drop((a, b, c));
+                let t = std::time::Instant::now();
+                let gadgets = instance.synthesize_witness_gadgets(0).unwrap();
+                eprintln!("partition 0: gadgets' witness, one pass, in {:.1?}", t.elapsed());
+                assert!(gadgets.0 == inputs && gadgets.1 == aux, "native split witness == one pass at full size");
+            }
+        }
+        if std::env::var_os("UPDATE_FULL_ONE_PASS").is_some() {
+            let t = std::time::Instant::now();
+            let one_pass = instance.record_matrices_sequential().unwrap();
+            eprintln!("matrices in one pass in {:.1?}", t.elapsed());
+            assert!(one_pass == m, "split matrices == one pass at full size");
+        }
+    }
+
     /// The circuit the 2 KiB test update builds is satisfied.
     #[test]
     fn a_test_update_circuit_is_satisfied() {
