@@ -631,6 +631,23 @@ pub fn matrices_path(dir: &Path, parameter_id: &str) -> PathBuf {
     dir.join(format!("v{}-{parameter_id}.matrices", storage_proofs_core::parameter_cache::VERSION))
 }
 
+/// The first constraint of `m` that `(inputs, aux)` does not satisfy,
+/// evaluated 4 M rows at a time (a full-size partition's a, b, c would
+/// take 12 GB at once).
+#[cfg(test)]
+pub(crate) fn first_unsatisfied_in_chunks(m: &ConstraintMatrices, inputs: &[Scalar], aux: &[Scalar]) -> Option<usize> {
+    const ROWS: usize = 4 << 20;
+    let rows = m.constraints();
+    (0..rows).step_by(ROWS).find_map(|lo| {
+        let hi = (lo + ROWS).min(rows);
+        let part = |x: &SparseMatrix| {
+            let v = CsrView { row_starts: &x.row_starts[lo..=hi], cols: &x.cols, coeff_index: &x.coeffs };
+            c2_abc::product(&v, &m.coeffs, inputs, aux)
+        };
+        c2_abc::first_unsatisfied(&part(&m.a), &part(&m.b), &part(&m.c)).map(|i| lo + i)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
