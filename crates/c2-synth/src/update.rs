@@ -206,7 +206,7 @@ impl<TreeR: 'static + MerkleTreeTrait<Hasher = TreeRHasher>> ProofInstance for E
     }
 
     /// The circuit's gadgets on witness-only constraint systems, the
-    /// challenges concurrently ([`crate::update_circuit`]), values appended
+    /// challenges concurrently (`update_circuit.rs`), values appended
     /// in the circuit's order.
     fn synthesize_witness(&self, k: usize) -> Result<(Vec<Scalar>, Vec<Scalar>), SynthError> {
         let circuit = self.circuit(k)?;

@@ -340,6 +340,9 @@ where
     por(cs, &c_bits[..to_apex], leaf_d_new, path_to_apex, &apex_leaf, H::sha256)
 }
 
+/// One Merkle level's hash of its (inserted) children.
+type HashFn<CS> = fn(&mut CS, &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError>;
+
 /// storage-proofs-core's `por_no_challenge_input`: per level, as many of
 /// `bits` as the level's arity takes, `insert`, the level's hash; the
 /// root computed from the leaf equal to `root` (a constraint). Every bit
@@ -350,7 +353,7 @@ fn por<CS: ConstraintSystem<Scalar>>(
     leaf: AllocatedNum<Scalar>,
     path: Vec<Vec<AllocatedNum<Scalar>>>,
     root: &AllocatedNum<Scalar>,
-    hash: fn(&mut CS, &[AllocatedNum<Scalar>]) -> Result<AllocatedNum<Scalar>, SynthesisError>,
+    hash: HashFn<CS>,
 ) -> Result<(), SynthesisError> {
     let mut cur = leaf;
     let mut bits = bits.iter().cloned().map(Boolean::from);
