@@ -637,3 +637,26 @@ fn a_worker_that_panics_is_a_fenced_device_fault_and_the_proof_survives() {
         other => panic!("expected the worker's panic as a device fault, got {other:?}"),
     }
 }
+
+/// Several threads asking for the same missing parameter set at once: one
+/// generates it (under the set's lock, into a file of its own renamed into
+/// place), the others wait and read it; every caller gets the same set and
+/// no partial or lock-less file is left but the lock.
+#[test]
+fn concurrent_parameter_requests_generate_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let instance = SyntheticInstance { partitions: 1, rounds: 64 };
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| c2_testkit::demo::ensure_parameters(&instance, dir.path(), 5).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(results.iter().filter(|(_, generated)| *generated).count(), 1, "generated once");
+    assert!(results.iter().all(|(p, _)| **p == *results[0].0), "the same set for every caller");
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    names.sort();
+    assert!(names.iter().all(|n| !n.contains(".partial")), "{names:?}");
+    assert_eq!(names.len(), 3, "params, vk and the lock: {names:?}");
+}

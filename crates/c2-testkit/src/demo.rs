@@ -164,12 +164,27 @@ pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
 /// Reads the parameters for `instance` from `dir` (filecoin-proofs' file
 /// names), generating and writing random ones from `seed` first when they are
 /// missing. Returns the parameters and whether they were generated.
+///
+/// Safe when several threads or processes ask for the same set at once:
+/// the first generates it under `<params>.lock` (an exclusive file lock)
+/// while the others wait, then read what it wrote.
 pub fn ensure_parameters(
     instance: &dyn ProofInstance,
     dir: &Path,
     seed: u64,
 ) -> Result<(Arc<Parameters<Bls12>>, bool), Error> {
     let path = params_path(dir, instance.parameter_id());
+    if path.exists() {
+        return Ok((Arc::new(read_parameters(&path)?), false));
+    }
+    let io = |source| Error::from(porep_c2::ParamsError::Io { path: path.clone(), source });
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut lock_path = path.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock = std::fs::File::create(&lock_path).map_err(io)?;
+    lock.lock().map_err(io)?;
+    // Another thread or process may have written the set while this one
+    // waited for the lock.
     if path.exists() {
         return Ok((Arc::new(read_parameters(&path)?), false));
     }

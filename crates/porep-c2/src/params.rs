@@ -270,21 +270,38 @@ pub fn write_parameters(
     if let Some(dir) = params_path.parent() {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    // Write to a temporary name and rename, so a crash never leaves a
-    // truncated file under the real name.
-    let tmp = params_path.with_extension("params.partial");
-    {
-        let f = File::create(&tmp).map_err(io)?;
-        let mut w = std::io::BufWriter::new(f);
-        params.write(&mut w).map_err(io)?;
-        std::io::Write::flush(&mut w).map_err(io)?;
-    }
-    std::fs::rename(&tmp, params_path).map_err(io)?;
+    // Each file is written under a name of its own writer and renamed: a
+    // crash never leaves a truncated file under the real name, and two
+    // writers of the same set never write into one file.
+    write_then_rename(params_path, |w| params.write(w))?;
     if let Some(vk_path) = vk_path {
-        let f = File::create(vk_path).map_err(io)?;
-        params.vk.write(std::io::BufWriter::new(f)).map_err(io)?;
+        write_then_rename(vk_path, |w| params.vk.write(w))?;
     }
     Ok(())
+}
+
+/// Writes `path` through `write` into `<path>.partial.<process>.<thread>`,
+/// then renames it into place (atomic on one file system).
+fn write_then_rename(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<File>) -> std::io::Result<()>,
+) -> Result<(), ParamsError> {
+    let io = |source| ParamsError::Io { path: path.into(), source };
+    let thread = format!("{:?}", std::thread::current().id());
+    let thread: String = thread.chars().filter(char::is_ascii_digit).collect();
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".partial.{}.{thread}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    let written = (|| {
+        let mut w = std::io::BufWriter::new(File::create(&tmp)?);
+        write(&mut w)?;
+        std::io::Write::flush(&mut w)?;
+        std::fs::rename(&tmp, path)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.map_err(io)
 }
 
 /// Reads a `.vk` file (bellperson's verifying key format), or the verifying
