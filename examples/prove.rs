@@ -117,9 +117,12 @@ fn main() {
             let t = Instant::now();
             let instance = demo::tiny_instance(&tiny).unwrap_or_else(|e| fail(e));
             eprintln!("sealed tiny sector and computed vanilla proofs in {:.2?}", t.elapsed());
-            let params_dir = std::env::temp_dir().join("porep-c2-demo-params");
+            // The tests' set (`target/tmp/test-params`, the same seed): one
+            // generation serves this command and `cargo test --release`.
+            let params_dir = demo::tiny_params_dir();
             let t = Instant::now();
-            let (params, generated) = demo::ensure_parameters(&instance, &params_dir, 0).unwrap_or_else(|e| fail(e));
+            let (params, generated) =
+                demo::ensure_parameters(&instance, &params_dir, demo::TINY_PARAMS_SEED).unwrap_or_else(|e| fail(e));
             eprintln!(
                 "parameters {} in {:.2?} ({})",
                 if generated { "generated" } else { "loaded" },

@@ -660,3 +660,11 @@ fn concurrent_parameter_requests_generate_once() {
     assert!(names.iter().all(|n| !n.contains(".partial")), "{names:?}");
     assert_eq!(names.len(), 3, "params, vk and the lock: {names:?}");
 }
+
+/// From a test binary (in `target/<profile>/deps`), the tools' folder for
+/// the tiny sector's parameters is the tests' own, so `cargo run --release
+/// --example prove` and `cargo test --release` generate them once.
+#[test]
+fn the_tools_share_the_tests_parameter_folder() {
+    assert_eq!(c2_testkit::demo::tiny_params_dir(), common::test_params_dir());
+}

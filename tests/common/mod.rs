@@ -25,7 +25,8 @@ pub fn tiny_config() -> TinyConfig {
 pub fn tiny_params() -> Arc<Parameters<Bls12>> {
     let instance = demo::tiny_instance(&tiny_config()).expect("tiny sector");
     let t = std::time::Instant::now();
-    let (params, generated) = demo::ensure_parameters(&instance, &test_params_dir(), 7).expect("tiny parameters");
+    let (params, generated) =
+        demo::ensure_parameters(&instance, &test_params_dir(), demo::TINY_PARAMS_SEED).expect("tiny parameters");
     eprintln!("tiny parameters {} in {:.1?}", if generated { "generated" } else { "read" }, t.elapsed());
     params
 }

@@ -161,6 +161,27 @@ pub fn tiny_parts(config: &TinyConfig) -> Result<TinyParts, DemoError> {
     Ok(TinyParts { vanilla_params: pp.vanilla_params, public_inputs, vanilla_proofs: vanilla })
 }
 
+/// The seed of the tiny sector's test parameters, shared by the example,
+/// the `porep-c2 bench` default and the tests, so one generation serves
+/// them all.
+pub const TINY_PARAMS_SEED: u64 = 7;
+
+/// Where the tools keep the tiny sector's test parameters: the build's
+/// `target/tmp/test-params` (what the tests use, `CARGO_TARGET_TMPDIR`), found
+/// from the running executable (cargo keeps `.rustc_info.json`, and lately
+/// `CACHEDIR.TAG`, at the root of its target folder); the system's temporary
+/// folder when not run from a cargo build.
+pub fn tiny_params_dir() -> PathBuf {
+    let is_target = |d: &Path| d.join(".rustc_info.json").is_file() || d.join("CACHEDIR.TAG").is_file();
+    let target = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.ancestors().skip(1).find(|d| is_target(d)).map(Path::to_path_buf));
+    match target {
+        Some(target) => target.join("tmp").join("test-params"),
+        None => std::env::temp_dir().join("porep-c2-demo-params"),
+    }
+}
+
 /// Reads the parameters for `instance` from `dir` (filecoin-proofs' file
 /// names), generating and writing random ones from `seed` first when they are
 /// missing. Returns the parameters and whether they were generated.
@@ -193,9 +214,43 @@ pub fn ensure_parameters(
     // as bellperson's generator for the same seed, several times faster:
     // `crate::setup`); bellperson's own generator otherwise.
     let params = match instance.record_matrices() {
-        Ok(m) => crate::setup::generate_parameters(&m, &crate::setup::draw(&mut rng))
-            .map_err(|e| Error::Synthesis(c2_synth::SynthError::Unsupported(format!("test set-up: {e}"))))?,
-        Err(c2_synth::MatrixError::Unsupported(_)) => instance.generate_parameters(&mut rng)?,
+        Ok(m) => {
+            let waste = crate::setup::draw(&mut rng);
+            let threads = rayon::current_num_threads();
+            eprintln!(
+                "generating Groth16 test parameters for {} ({} constraints) into {}: about {:.0?} on {threads} threads \
+                 (estimated from this machine's rate; once, then read from there)",
+                instance.parameter_id(),
+                m.constraints(),
+                dir.display(),
+                crate::setup::estimate(&m, threads),
+            );
+            let bar = indicatif::ProgressBar::new(0).with_style(
+                indicatif::ProgressStyle::with_template("{msg:>10} [{bar:40}] {pos}/{len} points, ETA {eta}")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            let progress = |step| match step {
+                crate::setup::SetupStep::Query(name, points) => {
+                    bar.set_message(name);
+                    bar.set_length(points);
+                    bar.set_position(0);
+                    bar.reset_eta();
+                }
+                crate::setup::SetupStep::Points(n) => bar.inc(n),
+            };
+            let params = crate::setup::generate_parameters_with(&m, &waste, &progress)
+                .map_err(|e| Error::Synthesis(c2_synth::SynthError::Unsupported(format!("test set-up: {e}"))))?;
+            bar.finish_and_clear();
+            params
+        }
+        Err(c2_synth::MatrixError::Unsupported(_)) => {
+            eprintln!(
+                "generating Groth16 test parameters for {} with bellperson's generator into {} (once)",
+                instance.parameter_id(),
+                dir.display()
+            );
+            instance.generate_parameters(&mut rng)?
+        }
         Err(e) => return Err(e.into()),
     };
     write_parameters(&params, &path, Some(&verifying_key_path(dir, instance.parameter_id())))?;
@@ -444,4 +499,18 @@ pub fn ensure_registered_parameters(
 ) -> Result<(Arc<Parameters<Bls12>>, bool), Error> {
     let instance = c2_synth::instance_from_c1(c1, prover_id, u64::from(sector_id))?;
     ensure_parameters(instance.as_ref(), dir, seed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The example proves the tiny sector with one partition, the tests
+    /// with two: the circuit (and so the parameter set) is the same.
+    #[test]
+    fn the_tiny_parameter_set_does_not_depend_on_partitions() {
+        let one = tiny_instance(&TinyConfig::default()).unwrap();
+        let two = tiny_instance(&TinyConfig { partitions: 2, ..TinyConfig::default() }).unwrap();
+        assert_eq!(one.parameter_id(), two.parameter_id());
+    }
 }

@@ -126,16 +126,70 @@ where
         acc
     }
 
-    /// `s · base` for every scalar, affine (zero scalars give the identity).
-    fn mul_all(&self, scalars: &[Scalar]) -> Vec<P::Affine> {
+    /// `s · base` for every scalar, affine (zero scalars give the identity);
+    /// `done(k)` after each chunk of `k` points.
+    fn mul_all(&self, scalars: &[Scalar], done: &(dyn Fn(u64) + Sync)) -> Vec<P::Affine> {
         const CHUNK: usize = 1 << 12;
         let mut out = vec![P::Affine::identity(); scalars.len()];
         out.par_chunks_mut(CHUNK).zip(scalars.par_chunks(CHUNK)).for_each(|(out, scalars)| {
             let points: Vec<P> = scalars.iter().map(|s| self.mul(s)).collect();
             P::batch_normalize(&points, out);
+            done(scalars.len() as u64);
         });
         out
     }
+}
+
+/// What [`generate_parameters_with`] reports as it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupStep {
+    /// A query's points begin: its name and point count.
+    Query(&'static str, u64),
+    /// `n` more points of the current query are done.
+    Points(u64),
+}
+
+/// Points per query of `m`'s parameters: (name, points, whether in G2).
+/// A and B count their non-zero evaluations, which the structure decides
+/// (the columns A and B use), as bellperson's filter does.
+fn query_sizes(m: &ConstraintMatrices) -> [(&'static str, u64, bool); 5] {
+    let used = |x: &c2_synth::SparseMatrix| {
+        let mut seen = vec![false; m.inputs + m.aux];
+        x.cols.iter().for_each(|&c| seen[c as usize] = true);
+        seen.iter().filter(|s| **s).count() as u64
+    };
+    let h = m.constraints().max(1).next_power_of_two() as u64 - 1;
+    let (a, b) = (used(&m.a), used(&m.b));
+    [
+        ("h", h, false),
+        ("ic and l", (m.inputs + m.aux) as u64, false),
+        ("a", a, false),
+        ("b_g1", b, false),
+        ("b_g2", b, true),
+    ]
+}
+
+/// How long [`generate_parameters`] will take for `m` on `threads` threads,
+/// from a calibration of this machine's fixed-base multiplications (a few
+/// hundred of each kind, timed on one thread; ~0.1 s): the points of every
+/// query at the measured rates. The work is those multiplications; the QAP
+/// evaluation and the tables add a few percent.
+pub fn estimate(m: &ConstraintMatrices, threads: usize) -> std::time::Duration {
+    fn rate<P>(base: P, n: u32) -> f64
+    where
+        P: PrimeCurve + Send + Sync,
+        P::Affine: Send + Sync,
+    {
+        let comb = Comb::new(base);
+        let scalars: Vec<Scalar> = (1..=u64::from(n)).map(|i| -Scalar::from(i * 0x9e37_79b9)).collect();
+        let t = std::time::Instant::now();
+        let points: Vec<P> = scalars.iter().map(|s| comb.mul(s)).collect();
+        std::hint::black_box(points);
+        t.elapsed().as_secs_f64() / f64::from(n)
+    }
+    let (g1, g2) = (rate(G1Projective::generator(), 512), rate(G2Projective::generator(), 128));
+    let serial: f64 = query_sizes(m).iter().map(|&(_, n, in_g2)| n as f64 * if in_g2 { g2 } else { g1 }).sum();
+    std::time::Duration::from_secs_f64(serial / threads.max(1) as f64)
 }
 
 /// The evaluation domain's size and generator as bellperson's
@@ -211,6 +265,18 @@ fn evaluate(matrix: &c2_synth::SparseMatrix, coeffs: &[Scalar], lagrange: &[Scal
 /// them), with these secrets: bellperson's `generate_parameters`, point for
 /// point.
 pub fn generate_parameters(m: &ConstraintMatrices, waste: &ToxicWaste) -> Result<Parameters<Bls12>, SetupError> {
+    generate_parameters_with(m, waste, &|_| {})
+}
+
+/// [`generate_parameters`], telling `progress` each query as it begins and
+/// its points as they are done (from the worker threads).
+pub fn generate_parameters_with(
+    m: &ConstraintMatrices,
+    waste: &ToxicWaste,
+    progress: &(dyn Fn(SetupStep) + Sync),
+) -> Result<Parameters<Bls12>, SetupError> {
+    let done = |n| progress(SetupStep::Points(n));
+    let sizes = query_sizes(m);
     let ToxicWaste { g1, g2, alpha, beta, gamma, delta, tau } = *waste;
     let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or(SetupError::Degenerate("γ = 0"))?;
     let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or(SetupError::Degenerate("δ = 0"))?;
@@ -232,7 +298,8 @@ pub fn generate_parameters(m: &ConstraintMatrices, waste: &ToxicWaste) -> Result
         h_scalars.push(power);
         power *= tau;
     }
-    let h = comb1.mul_all(&h_scalars);
+    progress(SetupStep::Query(sizes[0].0, sizes[0].1));
+    let h = comb1.mul_all(&h_scalars, &done);
     drop(h_scalars);
 
     // IC (inputs, over γ) and L (aux, over δ): (β·a + α·b + c) / γ or δ.
@@ -243,7 +310,8 @@ pub fn generate_parameters(m: &ConstraintMatrices, waste: &ToxicWaste) -> Result
     if let Some(v) = ext[m.inputs..].iter().position(|e| bool::from(e.is_zero())) {
         return Err(SetupError::UnconstrainedVariable(v));
     }
-    let mut ic = comb1.mul_all(&ext);
+    progress(SetupStep::Query(sizes[1].0, sizes[1].1));
+    let mut ic = comb1.mul_all(&ext, &done);
     let l = ic.split_off(m.inputs);
     drop(ext);
 
@@ -251,9 +319,12 @@ pub fn generate_parameters(m: &ConstraintMatrices, waste: &ToxicWaste) -> Result
     // the identity out of these queries).
     let nonzero = |v: &[Scalar]| v.iter().copied().filter(|s| !bool::from(s.is_zero())).collect::<Vec<_>>();
     let (a_scalars, b_scalars) = (nonzero(&at), nonzero(&bt));
-    let a = comb1.mul_all(&a_scalars);
-    let b_g1 = comb1.mul_all(&b_scalars);
-    let b_g2 = comb2.mul_all(&b_scalars);
+    progress(SetupStep::Query(sizes[2].0, a_scalars.len() as u64));
+    let a = comb1.mul_all(&a_scalars, &done);
+    progress(SetupStep::Query(sizes[3].0, b_scalars.len() as u64));
+    let b_g1 = comb1.mul_all(&b_scalars, &done);
+    progress(SetupStep::Query(sizes[4].0, b_scalars.len() as u64));
+    let b_g2 = comb2.mul_all(&b_scalars, &done);
 
     let (g1a, g2a): (G1Affine, G2Affine) = (g1.to_affine(), g2.to_affine());
     let vk = VerifyingKey::<Bls12> {
@@ -323,6 +394,40 @@ mod tests {
             let ours = generate_parameters(&m, &draw(&mut ChaCha20Rng::seed_from_u64(seed))).unwrap();
             assert_eq!(bytes(&ours), bytes(&theirs), "{rounds} rounds");
         }
+    }
+
+    /// The progress reports name every query in order with its point
+    /// count, the points reported add up to it, the points are the
+    /// parameters' own, and the estimate is a positive time.
+    #[test]
+    fn progress_counts_every_point_of_every_query() {
+        let m = ConstraintMatrices::record(Corners { x: None, rounds: 9000 }).unwrap();
+        let steps = std::sync::Mutex::new(Vec::new());
+        let params = generate_parameters_with(&m, &draw(&mut ChaCha20Rng::seed_from_u64(5)), &|step| {
+            steps.lock().unwrap().push(step);
+        })
+        .unwrap();
+        let mut queries: Vec<(&str, u64, u64)> = Vec::new();
+        for step in steps.into_inner().unwrap() {
+            match step {
+                SetupStep::Query(name, points) => queries.push((name, points, 0)),
+                SetupStep::Points(n) => queries.last_mut().expect("points after a query").2 += n,
+            }
+        }
+        let lens = |v: usize| v as u64;
+        let expected = [
+            ("h", lens(params.h.len())),
+            ("ic and l", lens(params.vk.ic.len() + params.l.len())),
+            ("a", lens(params.a.len())),
+            ("b_g1", lens(params.b_g1.len())),
+            ("b_g2", lens(params.b_g2.len())),
+        ];
+        assert_eq!(queries.len(), expected.len(), "{queries:?}");
+        for ((name, announced, done), (want_name, want)) in queries.iter().zip(expected) {
+            assert_eq!((*name, *announced, *done), (want_name, want, want));
+        }
+        assert_eq!(query_sizes(&m).map(|(_, n, _)| n), expected.map(|(_, n)| n), "the estimate's counts");
+        assert!(estimate(&m, 2) > std::time::Duration::ZERO);
     }
 
     /// A real circuit: the 2 KiB WindowPoSt partition (test sectors from

@@ -197,9 +197,9 @@ pub fn run(a: BenchArgs) -> Result<()> {
     } else {
         let tiny = demo::TinyConfig::default();
         let instance = demo::tiny_instance(&tiny)?;
-        let dir = std::env::temp_dir().join("porep-c2-demo-params");
+        let dir = demo::tiny_params_dir();
         let t = Instant::now();
-        let (params, generated) = demo::ensure_parameters(&instance, &dir, 0)?;
+        let (params, generated) = demo::ensure_parameters(&instance, &dir, demo::TINY_PARAMS_SEED)?;
         log::info!("tiny sector parameters {} in {:.1?}", if generated { "generated" } else { "loaded" }, t.elapsed());
         let partitions = porep_c2::ProofInstance::num_partitions(&instance);
         if a.preload {

@@ -26,7 +26,7 @@ pub fn tiny_params(dir: &Path) -> Arc<Parameters<Bls12>> {
     p.get_or_insert_with(|| {
         let instance =
             demo::tiny_instance(&TinyConfig { partitions: 2, ..TinyConfig::default() }).expect("tiny sector");
-        demo::ensure_parameters(&instance, dir, 7).expect("tiny parameters").0
+        demo::ensure_parameters(&instance, dir, demo::TINY_PARAMS_SEED).expect("tiny parameters").0
     })
     .clone()
 }
