@@ -188,13 +188,7 @@ where
         .enumerate()
         .map(|(i, b)| AllocatedBit::alloc(cs.namespace(|| format!("k_and_h_select_bit_{i}")), b))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut lc = LinearCombination::<Scalar>::zero();
-    let mut pow2 = Scalar::ONE;
-    for bit in &bits {
-        lc = lc + (pow2, bit.get_variable());
-        pow2 = pow2.double();
-    }
-    cs.enforce(|| "k_and_h_select binary decomp", |_| lc, |lc| lc + CS::one(), |lc| lc + k_and_h_select.get_variable());
+    bind_bits(cs, &bits, &k_and_h_select);
     let partition_bits = bits[..p.partition_bit_len].to_vec();
     let h_select_bits = bits[p.partition_bit_len..].to_vec();
     let partition = pack_bits(
@@ -405,14 +399,19 @@ fn num_to_bits<CS: ConstraintSystem<Scalar>>(
     num: &AllocatedNum<Scalar>,
 ) -> Result<Vec<AllocatedBit>, SynthesisError> {
     let bits = field_into_allocated_bits_le(&mut *cs, num.get_value())?;
+    bind_bits(cs, &bits, num);
+    Ok(bits)
+}
+
+/// `(Σ 2^i · bits_i) · 1 = num`: the bits, little-endian, are `num`'s.
+fn bind_bits<CS: ConstraintSystem<Scalar>>(cs: &mut CS, bits: &[AllocatedBit], num: &AllocatedNum<Scalar>) {
     let mut lc = LinearCombination::<Scalar>::zero();
     let mut pow2 = Scalar::ONE;
-    for bit in &bits {
+    for bit in bits {
         lc = lc + (pow2, bit.get_variable());
         pow2 = pow2.double();
     }
     cs.enforce(|| "binary decomp", |_| lc, |lc| lc + CS::one(), |lc| lc + num.get_variable());
-    Ok(bits)
 }
 
 /// Each challenge's random bits: `digest_j = H(comm_r_new || k · digests + j)`
