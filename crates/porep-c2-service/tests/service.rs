@@ -305,7 +305,10 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
             Arc::new(FakeGpu { device, dead: dead.into(), proved: AtomicUsize::new(0), failed: AtomicUsize::new(0) })
         })
         .collect();
-    let backend = porep_c2::Backend::workers(gpus.iter().map(|g| g.clone() as Arc<dyn PartitionProver>).collect());
+    // A fence outlasts the test (the default 5-minute cool-down did not,
+    // once, on a loaded box: device 0 came back mid-test).
+    let backend = porep_c2::Backend::workers(gpus.iter().map(|g| g.clone() as Arc<dyn PartitionProver>).collect())
+        .with_fences(porep_c2::WorkerFences::with_cool_down(Duration::from_secs(24 * 3600)));
     let engine = Arc::new(TinyEngine { params: tiny_params(&test_params_dir()), backend: backend.clone() });
     let daemon = Daemon::start(engine, 2).await;
     let mut c = daemon.client().await;
