@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 39 and 40 on one GPU: every proof kind Curio sends, on the device.
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|window|winning-update|update-peer
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|window|window-peer|winning-update|update|update-peer
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -16,8 +16,12 @@
 #                 has it): proof bytes compared.
 # winning-update: the same for WinningPoSt 32 GiB, then `--only update` for
 #                 2 KiB and 32 GiB SnapDeals test updates.
+# window-peer:    the peer half of `window`, against ours from an earlier call.
+# update:         the update half of `winning-update`.
 # update-peer:    bellperson's CUDA prover on the 32 GiB update's partition 0
 #                 (`peer-prove --circuit update-32g`), compared with ours.
+# WINDOW_LIMIT and UPDATE_LIMIT (seconds) bound those steps when a call
+# holds several parts.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
 # slow step leaves the call its other steps); OUT/summary.txt has one line
 # per command (exit status, seconds, the last line that says what passed).
@@ -62,8 +66,17 @@ daemon)
     step daemon 570 "$runner" --only daemon --daemon-winning 8 --daemon-c2 4
     ;;
 window)
-    step window-32g 330 "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 3 --proof-dir "$out"
+    step window-32g "${WINDOW_LIMIT:-330}" "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 3 --proof-dir "$out"
     peer window-32g 1 260
+    ;;
+window-peer)
+    # bellperson's CUDA prover on the WindowPoSt 32 GiB partition, compared
+    # with ours from an earlier call (carried as $bin/ours-window-32g.proof).
+    cp "$bin/ours-window-32g.proof" "$out/" 2>/dev/null
+    peer window-32g 1 260
+    ;;
+update)
+    step update "${UPDATE_LIMIT:-330}" "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
     ;;
 winning-update)
     step winning-32g 150 "$runner" --only post --post-sizes 32g --post-kinds winning --post-proofs 5 --proof-dir "$out"
