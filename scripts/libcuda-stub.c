@@ -108,6 +108,16 @@ int cuMemcpyDtoHAsync_v2(void *dst, dptr src, size_t n, void *s) { (void)s; R(cu
 int cuMemcpyDtoDAsync_v2(dptr dst, dptr src, size_t n, void *s) { (void)s; R(cuMemcpyDtoDAsync_v2); memmove((void *)(size_t)dst, (void *)(size_t)src, n); return 0; }
 int cuMemsetD8Async(dptr dst, unsigned char v, size_t n, void *s) { (void)s; R(cuMemsetD8Async); memset((void *)(size_t)dst, v, n); return 0; }
 int cuStreamCreate(void **s, unsigned flags) { (void)flags; R(cuStreamCreate); *s = malloc(1); return 0; }
+int cuStreamCreateWithPriority(void **s, unsigned flags, int priority) {
+    char seen[32];
+    (void)flags;
+    R(cuStreamCreateWithPriority);
+    snprintf(seen, sizeof seen, "priority %d", priority); /* listed after the call, for the tests */
+    note(seen);
+    *s = malloc(1);
+    return 0;
+}
+int cuCtxGetStreamPriorityRange(int *least, int *greatest) { R(cuCtxGetStreamPriorityRange); *least = 0; *greatest = -5; return 0; }
 int cuStreamDestroy_v2(void *s) { R(cuStreamDestroy_v2); free(s); return 0; }
 int cuStreamSynchronize(void *s) { (void)s; return result("cuStreamSynchronize"); }
 int cuStreamWaitEvent(void *s, void *e, unsigned flags) { (void)s; (void)e; (void)flags; return result("cuStreamWaitEvent"); }
@@ -138,7 +148,6 @@ STUB(cuCtxGetDevice)
 STUB(cuCtxGetFlags)
 STUB(cuCtxGetLimit)
 STUB(cuCtxGetSharedMemConfig)
-STUB(cuCtxGetStreamPriorityRange)
 STUB(cuCtxPopCurrent_v2)
 STUB(cuCtxPushCurrent_v2)
 STUB(cuCtxSetCacheConfig)
@@ -313,7 +322,6 @@ STUB(cuStreamAddCallback)
 STUB(cuStreamAttachMemAsync)
 STUB(cuStreamBatchMemOp)
 STUB(cuStreamBeginCapture_v2)
-STUB(cuStreamCreateWithPriority)
 STUB(cuStreamEndCapture)
 STUB(cuStreamGetCaptureInfo)
 STUB(cuStreamGetCtx)

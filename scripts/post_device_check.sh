@@ -20,7 +20,7 @@
 # update:         the update half of `winning-update`.
 # update-peer:    bellperson's CUDA prover on the 32 GiB update's partition 0
 #                 (`peer-prove --circuit update-32g`), compared with ours.
-# WINDOW_LIMIT and UPDATE_LIMIT (seconds) bound those steps when a call
+# WINDOW_LIMIT, UPDATE_LIMIT and DAEMON_LIMIT (seconds) bound those steps when a call
 # holds several parts.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
 # slow step leaves the call its other steps); OUT/summary.txt has one line
@@ -63,7 +63,7 @@ peer() {
 runner="$bin/c2-device-runner"
 case "$part" in
 daemon)
-    step daemon 570 "$runner" --only daemon --daemon-winning 8 --daemon-c2 4
+    step daemon "${DAEMON_LIMIT:-570}" "$runner" --only daemon --daemon-winning 8 --daemon-c2 4
     ;;
 window)
     step window-32g "${WINDOW_LIMIT:-330}" "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 3 --proof-dir "$out"

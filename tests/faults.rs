@@ -668,3 +668,55 @@ fn concurrent_parameter_requests_generate_once() {
 fn the_tools_share_the_tests_parameter_folder() {
     assert_eq!(c2_testkit::demo::tiny_params_dir(), common::test_params_dir());
 }
+
+/// The urgent lane (`Workers::urgent`): a proof of at least the lane's
+/// priority whose partitions fit the lane's shape is proved by the urgent
+/// worker, and nothing else is: not a lower priority, not a partition larger
+/// than the lane was planned for, not while the lane's device is fenced.
+/// Bytes equal the CPU's throughout.
+#[test]
+fn urgent_proofs_take_the_urgent_lane_and_nothing_else_does() {
+    use porep_c2::plan::PartitionShape;
+    use porep_c2::{UrgentLane, UrgentWorkers};
+    let (instance, params, pairs) = setup_with(2);
+    let (clean, _) = prove_instance(&instance, &params, &pairs, &config(Backend::cpu())).unwrap();
+    let shape = PartitionShape::of_parameters(&params);
+    let run = |lane_shape: PartitionShape, ordinary_dead: bool, priority: i32| {
+        let ordinary = DeviceWorker::new(0, ordinary_dead, 0);
+        let lane = DeviceWorker::new(0, false, 0);
+        let urgent = UrgentWorkers::new(vec![lane.clone()], UrgentLane { min_priority: 4, shape: lane_shape });
+        let workers = Workers::new(vec![ordinary.clone() as Arc<dyn PartitionProver>]).with_urgent(urgent);
+        let cfg = ProverConfig {
+            pipeline: porep_c2::PipelineConfig { priority, ..Default::default() },
+            ..config(Backend::Workers(workers))
+        };
+        if ordinary_dead {
+            // A first proof faults on the ordinary worker and fences device 0
+            // (the retry backend, the CPU, proves it).
+            let (bytes, _) = prove_instance(
+                &instance,
+                &params,
+                &pairs,
+                &ProverConfig { pipeline: Default::default(), ..cfg.clone() },
+            )
+            .unwrap();
+            assert_eq!(bytes, clean);
+        }
+        let (bytes, _) = prove_instance(&instance, &params, &pairs, &cfg).unwrap();
+        assert_eq!(bytes, clean, "lane {lane_shape:?}, priority {priority}");
+        (ordinary.proved.load(Ordering::SeqCst), lane.proved.load(Ordering::SeqCst))
+    };
+    // CRITICAL (4) and above, fitting: the lane proves both partitions.
+    assert_eq!(run(shape, false, 4), (0, 2));
+    assert_eq!(run(shape, false, 5), (0, 2));
+    // HIGH (3): the ordinary worker.
+    assert_eq!(run(shape, false, 3), (2, 0));
+    // A lane planned for smaller partitions (a domain of 2, fewer inputs):
+    // the ordinary worker, whatever the priority.
+    let tiny = PartitionShape { log_domain: 1, ..shape };
+    assert_eq!(run(tiny, false, 4), (2, 0));
+    let few_inputs = PartitionShape { inputs: shape.inputs - 1, ..shape };
+    assert_eq!(run(few_inputs, false, 4), (2, 0));
+    // The lane's device fenced after a fault: the lane takes nothing.
+    assert_eq!(run(shape, true, 4), (0, 0));
+}

@@ -142,6 +142,8 @@ driver_api! {
     fn cuMemcpyDtoDAsync_v2(dst: CuDevicePtr, src: CuDevicePtr, bytes: usize, stream: CuStream);
     fn cuMemsetD8Async(dst: CuDevicePtr, value: u8, count: usize, stream: CuStream);
     fn cuStreamCreate(stream: *mut CuStream, flags: c_uint);
+    fn cuStreamCreateWithPriority(stream: *mut CuStream, flags: c_uint, priority: c_int);
+    fn cuCtxGetStreamPriorityRange(least: *mut c_int, greatest: *mut c_int);
     fn cuStreamDestroy_v2(stream: CuStream);
     fn cuStreamSynchronize(stream: CuStream);
     fn cuStreamWaitEvent(stream: CuStream, event: CuEvent, flags: c_uint);

@@ -66,7 +66,7 @@ pub use plain::DeviceCopy;
 #[cfg(feature = "cuda")]
 pub use staging::Stager;
 #[cfg(feature = "cuda")]
-pub use stream::{Event, Stream};
+pub use stream::{Event, Stream, StreamPriority};
 
 /// Errors of the device runtime, with the operation that failed.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use crate::device::Gpu;
 use crate::memory::DeviceBuffer;
 use crate::pinned::PinnedBuffer;
 use crate::plain::bytes_of;
-use crate::stream::{Event, Stream};
+use crate::stream::{Event, Stream, StreamPriority};
 use crate::{DeviceCopy, GpuError};
 
 /// Bytes per parallel host copy piece.
@@ -57,12 +57,18 @@ fn uninit_bytes_of<T: DeviceCopy>(v: &mut [MaybeUninit<T>]) -> &mut [MaybeUninit
 impl Stager {
     /// Slots of `slot_bytes` each (e.g. 128 MiB).
     pub fn new(gpu: &Arc<Gpu>, slot_bytes: usize) -> Result<Self, GpuError> {
+        Self::with_priority(gpu, slot_bytes, StreamPriority::Normal)
+    }
+
+    /// [`Stager::new`] with its copy stream at `priority` (kernels queued on
+    /// it, such as a witness expansion, are scheduled at that priority).
+    pub fn with_priority(gpu: &Arc<Gpu>, slot_bytes: usize, priority: StreamPriority) -> Result<Self, GpuError> {
         let words = slot_bytes.div_ceil(8).max(1);
         let slot = || -> Result<_, GpuError> {
             let done = gpu.event()?;
             Ok((PinnedBuffer::new(gpu, words)?, done))
         };
-        let copy = gpu.stream()?;
+        let copy = gpu.stream_at(priority)?;
         let slots = vec![slot()?, slot()?];
         // A slot starts out free: its event has been recorded and is done.
         for (_, done) in &slots {

@@ -6,6 +6,19 @@ use crate::device::Gpu;
 use crate::driver::{check, CuEvent, CuStream, EVENT_DISABLE_TIMING, STREAM_NON_BLOCKING};
 use crate::GpuError;
 
+/// Where a stream's kernels stand when the device picks the next block to
+/// run. Lower numbers are greater priorities in CUDA (0 normal, down to -5
+/// on Hopper); this names the two the prover uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StreamPriority {
+    /// The default priority (0).
+    #[default]
+    Normal,
+    /// The device's greatest priority: an urgent proof (WinningPoSt) beside
+    /// a C2 partition that fills the GPU.
+    Urgent,
+}
+
 /// A CUDA stream of one device.
 pub struct Stream {
     s: CuStream,
@@ -110,10 +123,34 @@ impl Drop for Event {
 impl Gpu {
     /// A new non-blocking stream.
     pub fn stream(self: &Arc<Self>) -> Result<Stream, GpuError> {
+        self.stream_at(StreamPriority::Normal)
+    }
+
+    /// A new non-blocking stream of `priority`: [`StreamPriority::Urgent`]
+    /// is the device's greatest stream priority, so when SMs free up, the
+    /// blocks of its kernels are scheduled ahead of those of normal streams
+    /// (a running block is not pre-empted).
+    pub fn stream_at(self: &Arc<Self>, priority: StreamPriority) -> Result<Stream, GpuError> {
         self.bind()?;
         let mut s: CuStream = std::ptr::null_mut();
-        // SAFETY: valid out-pointer; the context is current.
-        check("cuStreamCreate", unsafe { (self.driver().cuStreamCreate)(&mut s, STREAM_NON_BLOCKING) })?;
+        match priority {
+            StreamPriority::Normal => {
+                // SAFETY: valid out-pointer; the context is current.
+                check("cuStreamCreate", unsafe { (self.driver().cuStreamCreate)(&mut s, STREAM_NON_BLOCKING) })?;
+            }
+            StreamPriority::Urgent => {
+                let (mut least, mut greatest) = (0, 0);
+                // SAFETY: valid out-pointers; the context is current.
+                check("cuCtxGetStreamPriorityRange", unsafe {
+                    (self.driver().cuCtxGetStreamPriorityRange)(&mut least, &mut greatest)
+                })?;
+                // SAFETY: valid out-pointer; the context is current; the
+                // priority is in the range the driver gave.
+                check("cuStreamCreateWithPriority", unsafe {
+                    (self.driver().cuStreamCreateWithPriority)(&mut s, STREAM_NON_BLOCKING, greatest)
+                })?;
+            }
+        }
         Ok(Stream { s, gpu: self.clone() })
     }
 

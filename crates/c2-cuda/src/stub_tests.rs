@@ -150,6 +150,8 @@ fn every_driver_answer_surfaces_as_a_typed_error() {
         assert_eq!(gpu.load_module(b"not a fatbin").map(|_| ()).unwrap_err(), at("cuModuleLoadData"), "{code}");
         assert_eq!(gpu.alloc::<u64>(4).map(|_| ()).unwrap_err(), at("cuMemAlloc"));
         assert_eq!(gpu.stream().map(|_| ()).unwrap_err(), at("cuStreamCreate"));
+        let urgent = gpu.stream_at(crate::stream::StreamPriority::Urgent).map(|_| ()).unwrap_err();
+        assert_eq!(urgent, at("cuCtxGetStreamPriorityRange"));
         assert_eq!(gpu.memory().unwrap_err(), at("cuMemGetInfo"));
         assert_eq!(gpu.synchronize().unwrap_err(), at("cuCtxSynchronize"));
         let e = gpu.alloc::<u64>(4).map(|_| ()).unwrap_err();
@@ -181,6 +183,23 @@ fn every_driver_answer_surfaces_as_a_typed_error() {
     kernel.set_max_dynamic_shared(64 << 10).unwrap();
     kernel.prefer_max_shared().unwrap();
     assert_eq!(kernel.max_blocks_per_sm(128, 0).unwrap(), 1);
+}
+
+/// An urgent stream is made at the greatest priority the driver lists (the
+/// stub's range is 0 to -5, as on Hopper); a normal one without a priority.
+#[test]
+fn an_urgent_stream_takes_the_drivers_greatest_priority() {
+    let stub = Stub::build("priority");
+    stub.answer(0, &[]);
+    let gpu = Gpu::open_with(stub.driver.clone(), 0).unwrap();
+    stub.clear();
+    let urgent = gpu.stream_at(crate::stream::StreamPriority::Urgent).unwrap();
+    let normal = gpu.stream().unwrap();
+    assert_eq!(
+        stub.calls(),
+        ["cuCtxGetStreamPriorityRange", "cuStreamCreateWithPriority", "priority -5", "cuStreamCreate"]
+    );
+    drop((urgent, normal, gpu));
 }
 
 /// With every call succeeding (the stub's "device" memory is host memory),

@@ -305,31 +305,36 @@ fn latency_32g(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path, run: &
         println!("daemon 32g: {}: {line}", instance.parameter_id());
         sets.insert(instance.parameter_id().to_string(), Arc::new(params));
     }
-    let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
-    let base = ProverConfig {
-        params: ParamsSource::ById(Arc::new(sets)),
-        backend,
-        retry_backend: None,
-        // Random parameters: the proofs cannot verify (timing only).
-        verify: false,
-        synthesis: SynthesisPath::Recorded,
-        matrices: store,
-        ..ProverConfig::default()
-    };
+    let sets = Arc::new(sets);
     let jobs = JobsConfig { concurrent_proofs: 2, ..JobsConfig::default() };
-    for (pass, lanes_on) in [(0usize, true), (1, false)] {
-        let engine = FilecoinEngine::new(base.clone());
-        let engine = if lanes_on {
-            engine.with_host_lanes(HostLanes::new(0, 10, URGENT_PRIORITY).map_err(|x| e(&x))?)
-        } else {
-            engine
+    // Pass 0 with the GPU backend's urgent lane (the default: a worker per
+    // device for WinningPoSt on streams of the greatest priority), pass 1
+    // without it (WinningPoSt takes an ordinary worker's next turn); the
+    // host lanes on in both, as the service starts.
+    for (pass, lane_on) in [(0usize, true), (1, false)] {
+        let config = GpuBackendConfig {
+            urgent_lane: if lane_on { Some(porep_c2::UrgentLane::default()) } else { None },
+            ..GpuBackendConfig::default()
         };
+        let backend = gpu_backend(&config).map_err(|x| e(&x))?;
+        let base = ProverConfig {
+            params: ParamsSource::ById(sets.clone()),
+            backend,
+            retry_backend: None,
+            // Random parameters: the proofs cannot verify (timing only).
+            verify: false,
+            synthesis: SynthesisPath::Recorded,
+            matrices: store.clone(),
+            ..ProverConfig::default()
+        };
+        let engine =
+            FilecoinEngine::new(base).with_host_lanes(HostLanes::new(0, 10, URGENT_PRIORITY).map_err(|x| e(&x))?);
         let t = Instant::now();
         for id in ["porep-32g", "winning-32g"] {
             engine.preload(id).map_err(|x| e(&x))?;
         }
         println!("daemon 32g: sets preloaded in {:.1?}", t.elapsed());
-        let label = if lanes_on { "host lanes on (background_nice 10)" } else { "host lanes off" };
+        let label = if lane_on { "urgent lane on" } else { "urgent lane off" };
         let socket = work.join(format!("32g-{pass}.sock"));
         let (idle, loaded, c2_wall, c2_ok, winning_ok) = rt.block_on(async {
             let daemon = Daemon::start(Arc::new(engine), jobs.clone(), &socket).await?;

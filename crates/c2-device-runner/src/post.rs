@@ -18,6 +18,7 @@ use c2_synth::{check_satisfied, post_test_partition, ProofInstance};
 use c2_testkit::synthetic::random_parameters_with_lengths;
 use filecoin_proofs_api::RegisteredPoStProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
+use porep_c2::plan::{PartitionShape, ProofFamily};
 use porep_c2::{prove_instance, Backend, MatrixStore, PipelineConfig, ProverConfig, SynthesisPath};
 
 use crate::real::summary;
@@ -153,8 +154,17 @@ pub fn bench(
     proof_dir: Option<&std::path::Path>,
 ) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     for &rp in types {
+        // Workers planned for this kind's partitions (a WindowPoSt
+        // partition has 79x C2's public inputs at 32 GiB).
+        let family = if rp.typ() == filecoin_proofs_api::PoStType::Winning {
+            ProofFamily::WinningPost
+        } else {
+            ProofFamily::WindowPost
+        };
+        let size = u64::from(rp.sector_size());
+        let plan_for = PartitionShape::for_proof(family, size).ok_or_else(|| format!("{rp:?}: no plan"))?;
+        let backend = gpu_backend(&GpuBackendConfig { plan_for, ..GpuBackendConfig::default() }).map_err(|x| e(&x))?;
         // The partition peer-prove --post proves too.
         let t = Instant::now();
         let test = post_test_partition(rp).map_err(|x| e(&x))?;

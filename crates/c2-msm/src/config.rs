@@ -152,6 +152,10 @@ pub struct GpuMsmConfig {
     /// Record CUDA events between the stages of every MSM; read them with
     /// `GpuMsm::last_stage_times` (feature `cuda`) (costs a few microseconds per stage).
     pub stage_timing: bool,
+    /// Queue the MSMs' kernels (and streamed bases' copies) on streams of
+    /// the device's greatest priority, so an urgent proof's MSMs get SMs
+    /// ahead of a large partition's running beside them.
+    pub urgent_streams: bool,
 }
 
 impl Default for GpuMsmConfig {
@@ -174,6 +178,7 @@ impl Default for GpuMsmConfig {
             sort: Sort::default(),
             sort_place_blocks: 1,
             bucket_sum: None,
+            urgent_streams: false,
         }
     }
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use porep_c2::plan::PartitionShape;
 
-use crate::engine::{circuit_sector_size, known_circuits};
+use crate::engine::{circuit_sector_size, known_circuits, Circuit};
 use porep_c2::{Backend, HostBudget, ParamsSource, ProverConfig};
 use serde::{Deserialize, Serialize};
 
@@ -141,6 +141,13 @@ pub struct ProverSection {
     /// lost, but a 32 GiB partition takes minutes there; false fails the
     /// proof at once, and Curio retries the task (on this or another host).
     pub retry_on_cpu: bool,
+    /// One more GPU worker per device for WinningPoSt (priority CRITICAL):
+    /// ~1.5 GB of device memory planned for its circuit, streams
+    /// of the device's greatest priority, so a WinningPoSt starts at once
+    /// beside the C2 partitions in flight instead of waiting for a worker
+    /// (`porep_c2::gpu::GpuBackendConfig::urgent_lane`). Counted in the
+    /// sized device memory. Default true.
+    pub urgent_lane: bool,
 }
 
 impl Default for ProverSection {
@@ -159,6 +166,7 @@ impl Default for ProverSection {
             h_copies: String::new(),
             fence_secs: 300,
             retry_on_cpu: true,
+            urgent_lane: true,
         }
     }
 }
@@ -206,15 +214,13 @@ impl ProverSection {
     }
 
     /// The partition shapes device memory is planned for: `circuits`, else
-    /// `preload`, else the 32 GiB circuit. A PoSt circuit is planned as the
-    /// PoRep partition of its sector size, which bounds it: at 32 GiB a
-    /// WindowPoSt partition is ~125 M constraints and a WinningPoSt ~3.5 M
-    /// (Curio's `extern/cuzk/cuzk-memory-manager.md`) against C2's 130.3 M;
-    /// at 2 KiB 2^15 and 2^17 domains against 2^22 (measured here).
+    /// `preload`, else the 32 GiB PoRep circuit; each kind's own shape
+    /// ([`porep_c2::plan::PartitionShape::for_proof`]: a WindowPoSt
+    /// partition at 32 GiB has 79x C2's public inputs and 2.8x its B bases).
     pub fn planned_shapes(&self) -> Vec<PartitionShape> {
         let ids = if !self.circuits.is_empty() { &self.circuits } else { &self.preload };
         let shapes: Vec<PartitionShape> =
-            ids.iter().filter_map(|id| circuit_sector_size(id)).filter_map(PartitionShape::for_sector_size).collect();
+            ids.iter().filter_map(|id| Circuit::parse(id)).filter_map(|c| c.partition_shape()).collect();
         if shapes.is_empty() {
             PartitionShape::for_sector_size(32 << 30).into_iter().collect()
         } else {
@@ -222,9 +228,22 @@ impl ProverSection {
         }
     }
 
-    /// The shape the workers' arenas are planned for: the largest planned.
+    /// The shape the workers' arenas are planned for: a partition of any
+    /// kind at any planned sector size (Curio sends every kind of the
+    /// sizes it seals to the one daemon, so the workers are planned for
+    /// WindowPoSt, WinningPoSt and SnapDeals partitions of those sizes too,
+    /// not only for the circuits named).
     pub fn worker_shape(&self) -> Option<PartitionShape> {
-        self.planned_shapes().into_iter().max_by_key(|s| (s.log_domain, s.aux))
+        let ids = if !self.circuits.is_empty() { &self.circuits } else { &self.preload };
+        let mut sizes: Vec<u64> = ids.iter().filter_map(|id| circuit_sector_size(id)).collect();
+        if sizes.is_empty() {
+            sizes.push(32 << 30);
+        }
+        sizes
+            .into_iter()
+            .flat_map(|size| Circuit::all().into_iter().filter(move |c| c.sector_size == size))
+            .filter_map(|c| c.partition_shape())
+            .reduce(|a, b| a.covering(&b))
     }
 
     /// Device memory per device, bytes: `vram_cap_gib`, or when 0 what the
@@ -240,8 +259,9 @@ impl ProverSection {
         // before the next set's are built): room for the largest.
         let copies = self.h_copies().ok().flatten().map_or(0, |(_, k)| k as usize);
         let h_copies = shapes.iter().map(|s| s.parameter_bytes()[0] * copies).max().unwrap_or(0);
+        let lane = if self.urgent_lane { porep_c2::plan::lane_bytes(&PartitionShape::winning_post()) } else { 0 };
         match self.worker_shape() {
-            Some(w) => porep_c2::plan::sized_budget(self.workers_per_device.max(1), &w, &shapes) + h_copies,
+            Some(w) => porep_c2::plan::sized_budget(self.workers_per_device.max(1), &w, &shapes) + h_copies + lane,
             None => 0,
         }
     }
@@ -268,6 +288,9 @@ impl ProverSection {
                 None
             });
             g.vram.cap = Some(self.vram_cap_bytes()).filter(|&b| b > 0);
+            if !self.urgent_lane {
+                g.urgent_lane = None;
+            }
             let fences = porep_c2::WorkerFences::with_cool_down(std::time::Duration::from_secs(self.fence_secs));
             match porep_c2::gpu::gpu_backend(&g) {
                 Ok(b) => Ok(b.with_fences(fences)),
@@ -434,9 +457,21 @@ mod tests {
     fn device_memory_is_sized_for_the_circuits_served() {
         let gib = |b: usize| b as f64 / (1u64 << 30) as f64;
         let small = ProverSection { preload: vec!["porep-2k".into(), "porep-8m".into()], ..Default::default() };
-        assert_eq!(small.worker_shape(), PartitionShape::for_sector_size(8 << 20));
+        // Planned for every kind at 8 MiB: the PoRep partition, with
+        // WinningPoSt's public inputs.
+        let porep_8m = PartitionShape::for_sector_size(8 << 20).unwrap();
+        let winning_8m = PartitionShape::for_proof(porep_c2::plan::ProofFamily::WinningPost, 8 << 20).unwrap();
+        assert_eq!(small.worker_shape(), Some(porep_8m.covering(&winning_8m)));
+        assert!(winning_8m.inputs > porep_8m.inputs);
+        // At 32 GiB the workers hold a WindowPoSt partition too.
+        let window_32g = PartitionShape::window_post_32g();
+        assert_eq!(
+            ProverSection::default().worker_shape().unwrap().covering(&window_32g),
+            ProverSection::default().worker_shape().unwrap()
+        );
+        // Two workers' arenas and the sets, and the urgent lane's 1.5 GB.
         let small_gib = gib(small.vram_cap_bytes());
-        assert!((2.0..12.0).contains(&small_gib), "{small_gib}");
+        assert!((2.0..14.0).contains(&small_gib), "{small_gib}");
         // Nothing named: planned for 32 GiB.
         let default_gib = gib(ProverSection::default().vram_cap_bytes());
         assert!((60.0..139.0).contains(&default_gib), "{default_gib}");
@@ -444,7 +479,11 @@ mod tests {
         // `circuits` wins over `preload`; an explicit cap over both.
         let big = ProverSection { circuits: vec!["porep-32g".into()], ..small.clone() };
         assert_eq!(gib(big.vram_cap_bytes()), default_gib);
-        assert_eq!(ProverSection { vram_cap_gib: 16, ..big }.vram_cap_bytes(), 16 << 30);
+        assert_eq!(ProverSection { vram_cap_gib: 16, ..big.clone() }.vram_cap_bytes(), 16 << 30);
+        // The urgent lane's worker is counted: under 2 GiB.
+        let lane = big.vram_cap_bytes() - ProverSection { urgent_lane: false, ..big }.vram_cap_bytes();
+        assert_eq!(lane, porep_c2::plan::lane_bytes(&PartitionShape::winning_post()));
+        assert!(lane > 0 && lane < 2 << 30, "{lane}");
         let bad = ServiceConfig {
             prover: ProverSection { circuits: vec!["porep-1t".into()], ..Default::default() },
             ..Default::default()

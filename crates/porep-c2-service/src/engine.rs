@@ -256,6 +256,18 @@ impl Circuit {
             .collect()
     }
 
+    /// What device memory is planned for to prove this circuit's partitions.
+    pub fn partition_shape(self) -> Option<porep_c2::plan::PartitionShape> {
+        use porep_c2::plan::{PartitionShape, ProofFamily};
+        let family = match self.kind {
+            ProofKind::WindowPostPartition => ProofFamily::WindowPost,
+            ProofKind::WinningPost => ProofFamily::WinningPost,
+            ProofKind::SnapDealsUpdate => ProofFamily::EmptySectorUpdate,
+            _ => ProofFamily::Porep,
+        };
+        PartitionShape::for_proof(family, self.sector_size)
+    }
+
     /// The id (`porep-32g`).
     pub fn id(self) -> String {
         let prefix = Self::prefix(self.kind).unwrap_or("?");

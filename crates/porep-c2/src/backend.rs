@@ -15,6 +15,7 @@ use c2_sched::{HostPermit, PriorityGate};
 use crate::error::Error;
 use crate::groth16::HostStages;
 use crate::params::params_key;
+use crate::plan::PartitionShape;
 use crate::report::ProveTimings;
 
 /// What synthesis hands a prover for one partition.
@@ -168,6 +169,10 @@ pub trait PartitionProver: Send + Sync {
 pub struct Workers {
     /// The provers (e.g. two per GPU), one pipeline consumer each.
     pub provers: Vec<Arc<dyn PartitionProver>>,
+    /// Workers kept for urgent proofs (one per GPU: a small arena, streams
+    /// of the device's greatest priority), beside `provers`; they take no
+    /// consumer of their own.
+    pub urgent: UrgentWorkers,
     /// Turns at each worker for the proofs sharing them, by
     /// `PipelineConfig::priority` (shared by clones).
     pub gates: WorkerGates,
@@ -177,9 +182,66 @@ pub struct Workers {
 }
 
 impl Workers {
-    /// `provers` with the default gates and fences.
+    /// `provers` with the default gates and fences, and no urgent lane.
     pub fn new(provers: Vec<Arc<dyn PartitionProver>>) -> Self {
-        Self { provers, gates: WorkerGates::default(), fences: WorkerFences::default() }
+        Self {
+            provers,
+            urgent: UrgentWorkers::default(),
+            gates: WorkerGates::default(),
+            fences: WorkerFences::default(),
+        }
+    }
+
+    /// These workers with `urgent` beside them.
+    pub fn with_urgent(self, urgent: UrgentWorkers) -> Self {
+        Self { urgent, ..self }
+    }
+
+    /// The urgent worker for `job` of a proof of `priority` arriving at
+    /// `consumer`: one on the consumer's device (else the first) whose
+    /// device is healthy, when the priority is urgent and the partition
+    /// fits the lane's plan; `None` sends it to the ordinary workers.
+    fn urgent_for(&self, consumer: usize, job: &PartitionJob<'_>, priority: i32) -> Option<usize> {
+        let lane = self.urgent.lane.as_ref()?;
+        if priority < lane.min_priority || !lane.fits(job) {
+            return None;
+        }
+        let healthy = |u: &usize| self.device_is_healthy(self.urgent.provers[*u].device());
+        let own = self.provers.get(consumer).and_then(|p| p.device());
+        let mut all = 0..self.urgent.provers.len();
+        all.clone().filter(healthy).find(|&u| self.urgent.provers[u].device() == own).or_else(|| all.find(healthy))
+    }
+
+    /// Whether the ordinary workers on `device` take partitions now (a
+    /// device fault fences all of them, and so its urgent worker too).
+    fn device_is_healthy(&self, device: Option<usize>) -> bool {
+        (0..self.provers.len()).filter(|&w| self.provers[w].device() == device).all(|w| self.fences.is_healthy(w))
+    }
+
+    /// Proves `job` on urgent worker `u` after its gate gives a turn; a
+    /// device fault fences its device's ordinary workers.
+    fn prove_urgent(
+        &self,
+        u: usize,
+        job: PartitionJob<'_>,
+        priority: i32,
+        cancel: Option<&c2_sched::CancelToken>,
+        started: &dyn Fn(Option<usize>),
+    ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+        let prover = &self.urgent.provers[u];
+        let gate = self.urgent.gates.gate(u);
+        let _turn = gate.enter(priority, cancel).map_err(admission_error)?;
+        started(prover.device());
+        let out = prove_catching(prover, job);
+        if let Err(e) = &out {
+            if e.is_backend_failure() && !e.is_device_out_of_memory() {
+                let device = prover.device();
+                if let Some(w) = (0..self.provers.len()).find(|&w| self.provers[w].device() == device) {
+                    self.fence_after(w, e);
+                }
+            }
+        }
+        out
     }
 
     /// Proves `job` on the first healthy worker from `consumer` on (its own
@@ -196,6 +258,9 @@ impl Workers {
         cancel: Option<&c2_sched::CancelToken>,
         started: &dyn Fn(Option<usize>),
     ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+        if let Some(u) = self.urgent_for(consumer, &job, priority) {
+            return self.prove_urgent(u, job, priority, cancel, started);
+        }
         // A worker fenced while this partition waited at its gate is left
         // for the next healthy one.
         loop {
@@ -203,28 +268,12 @@ impl Workers {
                 return Err(Error::NoHealthyWorker { workers: self.provers.len() });
             };
             let gate = self.gates.gate(w);
-            let _turn = gate.enter(priority, cancel).map_err(|e| match e {
-                c2_sched::AdmissionError::Cancelled => Error::Cancelled,
-                other => Error::Pipeline(other.to_string()),
-            })?;
+            let _turn = gate.enter(priority, cancel).map_err(admission_error)?;
             if !self.fences.is_healthy(w) {
                 continue;
             }
             started(self.provers[w].device());
-            // A panic inside a worker (a bug, or a driver wrapper that
-            // panics) is a device fault like any other: the worker is
-            // fenced and the partition retried, and the message says so,
-            // instead of the panic tearing down the proof (and the
-            // consumer thread) with no retry.
-            let prover = &self.provers[w];
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(job))).unwrap_or_else(
-                |payload| {
-                    Err(Error::Worker {
-                        worker: prover.name(),
-                        message: format!("panicked: {}", panic_message(&*payload)),
-                    })
-                },
-            );
+            let out = prove_catching(&self.provers[w], job);
             if let Err(e) = &out {
                 if e.is_backend_failure() && !e.is_device_out_of_memory() {
                     self.fence_after(w, e);
@@ -254,6 +303,77 @@ impl Workers {
                 },
             );
         }
+    }
+}
+
+/// A gate's refusal as the prover's error.
+fn admission_error(e: c2_sched::AdmissionError) -> Error {
+    match e {
+        c2_sched::AdmissionError::Cancelled => Error::Cancelled,
+        other => Error::Pipeline(other.to_string()),
+    }
+}
+
+/// `prover.prove(job)`, a panic inside it (a bug, or a driver wrapper that
+/// panics) returned as a worker error: a device fault like any other, so
+/// the worker is fenced and the partition retried, and the message says
+/// so, instead of the panic tearing down the proof (and the consumer
+/// thread) with no retry.
+fn prove_catching(
+    prover: &Arc<dyn PartitionProver>,
+    job: PartitionJob<'_>,
+) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(job))).unwrap_or_else(|payload| {
+        Err(Error::Worker { worker: prover.name(), message: format!("panicked: {}", panic_message(&*payload)) })
+    })
+}
+
+/// Which proofs the urgent workers take: the lowest priority, and the
+/// largest partition their arenas were planned for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrgentLane {
+    /// The lowest `PipelineConfig::priority` the lane takes. Default 4: the
+    /// service passes Curio's priorities through, and 4 is CRITICAL
+    /// (WinningPoSt, which must land within its block's epoch).
+    pub min_priority: i32,
+    /// The largest partition the lane proves (default
+    /// [`PartitionShape::winning_post`]): a larger one goes to the ordinary
+    /// workers whatever its priority.
+    pub shape: PartitionShape,
+}
+
+impl Default for UrgentLane {
+    fn default() -> Self {
+        Self { min_priority: 4, shape: PartitionShape::winning_post() }
+    }
+}
+
+impl UrgentLane {
+    /// Whether `job`'s partition and parameters fit the lane's plan: its
+    /// domain, witness and public inputs no larger than the shape's.
+    pub fn fits(&self, job: &PartitionJob<'_>) -> bool {
+        let (constraints, aux) = job.partition_data.shape();
+        constraints.max(1).next_power_of_two() <= self.shape.domain()
+            && aux <= self.shape.aux
+            && job.params.vk.ic.len() <= self.shape.inputs
+    }
+}
+
+/// The urgent lane's workers ([`Workers::urgent`]); none by default.
+#[derive(Clone, Default)]
+pub struct UrgentWorkers {
+    /// One per device (the GPU backend's, when `GpuBackendConfig::urgent_lane` is set).
+    pub provers: Vec<Arc<dyn PartitionProver>>,
+    /// What they take; `None`: nothing (no lane).
+    pub lane: Option<UrgentLane>,
+    /// Turns at each urgent worker (two urgent proofs at once take turns).
+    pub gates: WorkerGates,
+}
+
+impl UrgentWorkers {
+    /// `provers` taking what `lane` says.
+    pub fn new(provers: Vec<Arc<dyn PartitionProver>>, lane: UrgentLane) -> Self {
+        Self { provers, lane: Some(lane), gates: WorkerGates::default() }
     }
 }
 

@@ -32,7 +32,7 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use c2_abc::{AbcStream, ChunkedMatrices, DeviceMatrices, GpuAbc, PinnedChunks};
 use c2_core::{Density, Synthesized};
-use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream};
+use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream, StreamPriority};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, PrecomputedBases, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
@@ -40,7 +40,7 @@ use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 use crate::pins::{HostPins, PinnedSet};
 use crate::plan::{plan_device, plan_device_host_abc, DevicePlan, PartitionShape, MATRIX_SLOT_BYTES, SHARED_SLACK};
 
-use crate::backend::{Backend, Partition, PartitionJob, PartitionProver, Witness, Workers};
+use crate::backend::{Backend, Partition, PartitionJob, PartitionProver, UrgentLane, UrgentWorkers, Witness, Workers};
 use crate::config::ShapeMatrices;
 use crate::error::Error;
 use crate::groth16::{
@@ -105,6 +105,16 @@ pub struct GpuBackendConfig {
     /// parameter cache's accounting: a second parameter set may then
     /// stream.
     pub h_copies: Option<(u32, u32)>,
+    /// One more worker per device for urgent proofs (default: WinningPoSt,
+    /// priority CRITICAL): arenas planned for [`UrgentLane::shape`] (~1.5
+    /// GB, mostly MSM scratch for every window in one pass; taken from the
+    /// budget before the ordinary workers are planned) and streams of the
+    /// device's greatest priority, so such
+    /// a proof starts at once beside the partitions in flight and its
+    /// kernels get SMs ahead of theirs, instead of waiting for a worker
+    /// (a 32 GiB C2 partition holds one for ~1.6 s of kernels). `None`: no
+    /// lane; urgent proofs take the ordinary workers' next turns.
+    pub urgent_lane: Option<UrgentLane>,
 }
 
 impl Default for GpuBackendConfig {
@@ -119,6 +129,7 @@ impl Default for GpuBackendConfig {
             pin_streamed_params: 64 << 30,
             stream_matrices: true,
             h_copies: None,
+            urgent_lane: Some(UrgentLane::default()),
         }
     }
 }
@@ -136,6 +147,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         return Err(backend_err(GpuError::NoDevice(c2_cuda::NoGpu::NoDevices)));
     }
     let mut workers: Vec<Arc<dyn PartitionProver>> = Vec::new();
+    let mut urgent: Vec<Arc<dyn PartitionProver>> = Vec::new();
     let mut names = Vec::new();
     let wanted = config.workers_per_device.max(1);
     let shape = &config.plan_for;
@@ -145,8 +157,24 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     for &d in &ordinals {
         let gpu = Gpu::open(d).map_err(backend_err)?;
         let pool = VramPool::new(&gpu, &config.vram).map_err(backend_err)?;
+        // The urgent lane's arenas first (its roomy plan: every vector and
+        // the matrices of its small shape on the device), so the ordinary
+        // workers are planned on what is left.
+        let lane = match &config.urgent_lane {
+            Some(lane) => {
+                // The plan `plan::lane_bytes` counts.
+                let plan = plan_device(1 << 50, 1, &lane.shape)
+                    .map_err(|source| Error::DeviceTooSmall { device: d, source })?;
+                let vectors = pool.carve(plan.vectors_bytes).map_err(backend_err)?;
+                let msm = pool.carve(plan.msm_bytes).map_err(backend_err)?;
+                Some((plan, vectors, msm))
+            }
+            None => None,
+        };
+        let lane_bytes = lane.as_ref().map_or(0, |(p, _, _)| p.per_worker());
         let plan = if config.stream_matrices { plan_device } else { plan_device_host_abc };
-        let plan = plan(pool.budget(), wanted, shape).map_err(|source| Error::DeviceTooSmall { device: d, source })?;
+        let plan = plan(pool.budget().saturating_sub(lane_bytes), wanted, shape)
+            .map_err(|source| Error::DeviceTooSmall { device: d, source })?;
         if plan.workers < wanted {
             log::warn!(
                 "porep-c2: GPU {d}: {:.1} GB holds {} of the {wanted} workers asked for (2^{} partitions need {:.1} GB each beside {:.1} GB of tables)",
@@ -180,7 +208,24 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         };
         for (w, (vectors, msm)) in arenas.iter().enumerate() {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
-            workers.push(Arc::new(GpuProver::new((d, w), shared.clone(), memory, &plan, config)?));
+            workers.push(Arc::new(GpuProver::new(
+                (d, w),
+                shared.clone(),
+                memory,
+                &plan,
+                config,
+                StreamPriority::Normal,
+            )?));
+        }
+        if let Some((lane_plan, vectors, msm)) = &lane {
+            let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
+            let w = plan.workers;
+            let prover = GpuProver::new((d, w), shared.clone(), memory, lane_plan, config, StreamPriority::Urgent)?;
+            log::info!(
+                "porep-c2: GPU {d} urgent lane (cuda:{d}/{w}): {}",
+                lane_plan.describe(&lane_plan_shape(config))
+            );
+            urgent.push(Arc::new(prover));
         }
         names.push(format!("{d}: {}, {:.1} GB reserved", gpu.info().name, pool.budget() as f64 / 1e9));
     }
@@ -190,7 +235,16 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         names.join("; "),
         if config.resident_params { "resident as far as they fit" } else { "streamed" }
     );
-    Ok(Backend::Workers(Workers::new(workers)))
+    let workers = Workers::new(workers);
+    Ok(Backend::Workers(match &config.urgent_lane {
+        Some(lane) => workers.with_urgent(UrgentWorkers::new(urgent, lane.clone())),
+        None => workers,
+    }))
+}
+
+/// The urgent lane's shape (for its log line).
+fn lane_plan_shape(config: &GpuBackendConfig) -> PartitionShape {
+    config.urgent_lane.as_ref().map_or_else(PartitionShape::winning_post, |l| l.shape)
 }
 
 /// A device error while the backend starts.
@@ -401,7 +455,8 @@ const STAGING_BYTES: usize = 128 << 20;
 
 impl GpuProver {
     /// Worker `worker` of device `device`, sharing what the device's
-    /// workers share, with its own arenas `memory` sized by `plan`. The
+    /// workers share, with its own arenas `memory` sized by `plan`, its
+    /// kernels on streams of `priority`. The
     /// plan sets the MSM's memory fields (per-pass budget, run length,
     /// chunk, scratch given back after each MSM); the rest of `config.msm`
     /// is kept.
@@ -411,6 +466,7 @@ impl GpuProver {
         memory: WorkerMemory,
         plan: &DevicePlan,
         config: &GpuBackendConfig,
+        priority: StreamPriority,
     ) -> Result<Self, Error> {
         let DeviceShared { ntt, srs, epoch, abc, matrices, pins, chunked, h_copies } = shared;
         let gpu = memory.vectors.gpu().clone();
@@ -421,12 +477,13 @@ impl GpuProver {
             max_run: plan.max_run,
             stream_slot_bytes: Some(plan.slot_bytes),
             release_scratch: true,
+            urgent_streams: priority == StreamPriority::Urgent,
             ..config.msm.clone()
         };
         let scratch = memory.msm.clone();
         let msm = GpuMsm::with_memory(memory.msm, msm_config)?;
-        let stream = gpu.stream().map_err(dev)?;
-        let stager = Mutex::new(Stager::new(&gpu, STAGING_BYTES).map_err(dev)?);
+        let stream = gpu.stream_at(priority).map_err(dev)?;
+        let stager = Mutex::new(Stager::with_priority(&gpu, STAGING_BYTES, priority).map_err(dev)?);
         let marks = Marks::new(&gpu).map_err(dev)?;
         Ok(Self {
             device,

@@ -49,8 +49,8 @@ mod select;
 mod update;
 
 pub use backend::{
-    compact_witness_estimate, panic_message, Backend, Partition, PartitionJob, PartitionProver, Witness, WorkerFences,
-    WorkerGates, Workers,
+    compact_witness_estimate, panic_message, Backend, Partition, PartitionJob, PartitionProver, UrgentLane,
+    UrgentWorkers, Witness, WorkerFences, WorkerGates, Workers,
 };
 pub use c1::{parse_c1_json, read_c1_json, C1Envelope, C1Input};
 pub use c2_core::{CompactWitness, Density, Synthesized};

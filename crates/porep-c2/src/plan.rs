@@ -139,6 +139,91 @@ impl PartitionShape {
         })
     }
 
+    /// The shape of a recorded circuit (its constraint matrices): what
+    /// [`PartitionShape::of_parameters`] gives for its parameters, with the
+    /// matrices' entries.
+    pub fn of_matrices(m: &c2_synth::ConstraintMatrices) -> Self {
+        let n = m.parameter_lengths();
+        Self {
+            log_domain: n.domain.trailing_zeros(),
+            aux: n.aux,
+            inputs: n.inputs,
+            bases: [n.domain - 1, n.aux, n.a, n.b, n.b],
+            matrix_entries: m.a.entries() + m.b.entries() + m.c.entries(),
+        }
+    }
+
+    /// The largest of each of the two shapes' counts: a plan for it holds a
+    /// partition of either.
+    pub fn covering(&self, other: &Self) -> Self {
+        let bases = std::array::from_fn(|i| self.bases[i].max(other.bases[i]));
+        Self {
+            log_domain: self.log_domain.max(other.log_domain),
+            aux: self.aux.max(other.aux),
+            inputs: self.inputs.max(other.inputs),
+            bases,
+            matrix_entries: self.matrix_entries.max(other.matrix_entries),
+        }
+    }
+
+    /// A WinningPoSt partition of any registered size: the 32 and 64 GiB
+    /// circuits' counts covered ([`PartitionShape::covering`]), as recorded
+    /// from storage-proofs-post's circuit on valid test sectors (the test
+    /// `the_winning_post_shape_covers_the_recorded_circuits` records them
+    /// again). What the GPU backend's urgent lane is planned for.
+    pub fn winning_post() -> Self {
+        Self {
+            log_domain: WINNING_LOG_DOMAIN,
+            aux: WINNING_AUX,
+            inputs: WINNING_INPUTS,
+            bases: [(1 << WINNING_LOG_DOMAIN) - 1, WINNING_AUX, WINNING_A, WINNING_B, WINNING_B],
+            matrix_entries: WINNING_ENTRIES,
+        }
+    }
+
+    /// What device memory is planned for to prove partitions of `family`
+    /// at `sector_size` bytes: the PoRep partition of that size covering
+    /// the family's own shape where it exceeds it in some count. A
+    /// WindowPoSt partition at 32 GiB has fewer constraints and aux than
+    /// C2's but 79x the public inputs (25,840), 2.8x B's bases and 1.6x
+    /// the matrix entries (recorded: [`PartitionShape::window_post_32g`]);
+    /// at 64 GiB (2,300 sectors, one tree level more; not recorded here)
+    /// the 32 GiB counts are covered the same way. WinningPoSt and the
+    /// SnapDeals update (81 M constraints, 5 inputs at 32 GiB, recorded)
+    /// fit within the PoRep partition of their size, but for WinningPoSt's
+    /// public inputs (more than C2's at every size; at 32 and 64 GiB
+    /// [`PartitionShape::winning_post`] is covered whole).
+    /// `None` for a size that is not registered.
+    pub fn for_proof(family: ProofFamily, sector_size: u64) -> Option<Self> {
+        let porep = Self::for_sector_size(sector_size)?;
+        let big = sector_size >= 0x8_0000_0000;
+        Some(match family {
+            ProofFamily::WindowPost if big => porep.covering(&Self::window_post_32g()),
+            ProofFamily::WinningPost if big => porep.covering(&Self::winning_post()),
+            // 66 challenges' public inputs at every size (IC 133 at 2 KiB).
+            ProofFamily::WinningPost => Self { inputs: porep.inputs.max(WINNING_INPUTS), ..porep },
+            _ => porep,
+        })
+    }
+
+    /// A WindowPoSt partition of 32 GiB sectors (2,349 of them), as recorded
+    /// from storage-proofs-post's circuit on valid test sectors (on the dev
+    /// box: `POST_FULL_MATRICES=1 cargo test --release -p c2-synth --lib --
+    /// --ignored a_full_size_window`; on the H100 by the device runner's
+    /// `--only post --post-sizes 32g`, 2026-12-06): 125,305,057
+    /// constraints, 25,840 inputs, 126,902,376 aux, A 96,205,645 and B
+    /// 91,925,767 bases, 1,147,216,366 matrix entries.
+    pub fn window_post_32g() -> Self {
+        let (aux, a, b) = (126_902_376, 96_205_645, 91_925_767);
+        Self {
+            log_domain: 27,
+            aux,
+            inputs: 25_840,
+            bases: [(1 << 27) - 1, aux, a, b, b],
+            matrix_entries: 1_147_216_366,
+        }
+    }
+
     /// The registered PoRep sector sizes, smallest first.
     pub const SECTOR_SIZES: [u64; 5] = [2048, 0x80_0000, 0x2000_0000, 0x8_0000_0000, 0x10_0000_0000];
 
@@ -213,6 +298,32 @@ impl PartitionShape {
         vectors + streamed
     }
 }
+
+/// The proof families whose partitions the planner tells apart
+/// ([`PartitionShape::for_proof`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProofFamily {
+    /// PoRep C2 (StackedDrg).
+    Porep,
+    /// WindowPoSt (FallbackPoSt, many sectors per partition).
+    WindowPost,
+    /// WinningPoSt (FallbackPoSt, one sector).
+    WinningPost,
+    /// SnapDeals (EmptySectorUpdate).
+    EmptySectorUpdate,
+}
+
+// WinningPoSt's circuit at 32 and 64 GiB, the larger of each count
+// (recorded: see `PartitionShape::winning_post`). 32 GiB: 375,210 aux, 133
+// inputs, A 284,329 and B 272,185 bases, 3,391,147 entries; 64 GiB (one
+// tree level more): 396,000, 133, 299,971, 287,695, 3,578,059; both in a
+// 2^19 domain.
+const WINNING_LOG_DOMAIN: u32 = 19;
+const WINNING_AUX: usize = 396_000;
+const WINNING_INPUTS: usize = 133;
+const WINNING_A: usize = 299_971;
+const WINNING_B: usize = 287_695;
+const WINNING_ENTRIES: usize = 3_578_059;
 
 /// How one device is used for partitions of one shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -426,6 +537,13 @@ pub fn sized_budget(workers: usize, shape: &PartitionShape, sets: &[PartitionSha
     need + (need / 10).max(1 << 30)
 }
 
+/// Device bytes of one worker planned for `shape` with all it can use (its
+/// vectors, the matrices' witness and MSM arenas, not the shared part): what
+/// the GPU backend's urgent lane takes from each device's budget.
+pub fn lane_bytes(shape: &PartitionShape) -> usize {
+    plan_device(1 << 50, 1, shape).map_or(0, |p| p.per_worker())
+}
+
 /// [`plan_device`] with a, b, c never from streamed matrices: resident when
 /// the plan has room for the matrices, else computed on the host (for a
 /// host short of the 7.4 GB the page-locked chunks of a 32 GiB shape take;
@@ -525,6 +643,30 @@ mod tests {
 
     fn shapes() -> Vec<(u64, PartitionShape)> {
         PartitionShape::SECTOR_SIZES.iter().map(|&s| (s, PartitionShape::for_sector_size(s).unwrap())).collect()
+    }
+
+    /// The urgent lane's shape covers WinningPoSt's circuit at 32 and 64
+    /// GiB, recorded here from storage-proofs-post's circuit on valid test
+    /// sectors (no sealing; ~1 s each), and a roomy plan for it puts a, b,
+    /// c on the device, every MSM window in one pass, in under 2 GiB (its
+    /// arenas: 1.5 GB).
+    #[test]
+    fn the_winning_post_shape_covers_the_recorded_circuits() {
+        use filecoin_proofs_api::RegisteredPoStProof as P;
+        let recorded: Vec<PartitionShape> = [P::StackedDrgWinning32GiBV1, P::StackedDrgWinning64GiBV1]
+            .into_iter()
+            .map(|p| {
+                let test = c2_synth::post_test_partition(p).unwrap();
+                let m = test.instance().unwrap().record_matrices().unwrap();
+                let shape = PartitionShape::of_matrices(&m);
+                eprintln!("{p:?}: {shape:?}");
+                shape
+            })
+            .collect();
+        assert_eq!(PartitionShape::winning_post(), recorded[0].covering(&recorded[1]));
+        let plan = plan_device(1 << 50, 1, &PartitionShape::winning_post()).unwrap();
+        assert!(plan.witness_bytes > 0 && plan.matrices_bytes > 0, "{plan:?}");
+        assert!(plan.per_worker() < 2 * GIB, "{}", plan.describe(&PartitionShape::winning_post()));
     }
 
     /// The sized budget gives the planner what it would take with all the

@@ -15,6 +15,15 @@ use super::inputs::DeviceDensity;
 use super::scratch::{Scratch, Slot};
 use crate::config::GpuMsmConfig;
 
+/// The priority of the MSM's streams ([`GpuMsmConfig::urgent_streams`]).
+pub(super) fn stream_priority(config: &GpuMsmConfig) -> c2_cuda::StreamPriority {
+    if config.urgent_streams {
+        c2_cuda::StreamPriority::Urgent
+    } else {
+        c2_cuda::StreamPriority::Normal
+    }
+}
+
 pub(super) fn gpu_err(e: GpuError) -> MsmError {
     MsmError::Gpu(e)
 }
@@ -220,7 +229,7 @@ impl GpuMsm {
         let g1 = CurveKernels::load(&gpu, CurveId::G1).map_err(gpu_err)?;
         let g2 = CurveKernels::load(&gpu, CurveId::G2).map_err(gpu_err)?;
         let streams = Streams {
-            compute: gpu.stream().map_err(gpu_err)?,
+            compute: gpu.stream_at(stream_priority(&config)).map_err(gpu_err)?,
             stager: None,
             ready: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],
             free: [gpu.event().map_err(gpu_err)?, gpu.event().map_err(gpu_err)?],

@@ -8,7 +8,7 @@ use crate::{check_shape, Density, Msm, MsmError};
 
 use super::curve::{GpuCurve, G1, G2};
 use super::inputs::{DeviceDensity, DeviceScalars};
-use super::instance::{check_shape_device, gpu_err, poisoned, GpuMsm, Streams, STAGING_BYTES};
+use super::instance::{check_shape_device, gpu_err, poisoned, stream_priority, GpuMsm, Streams, STAGING_BYTES};
 use super::pippenger::BaseRange;
 use super::scratch::AnySlot;
 
@@ -77,7 +77,7 @@ impl GpuMsm {
         }
         let mut stager = match streams.stager.take() {
             Some(st) => st,
-            None => Stager::new(&self.gpu, STAGING_BYTES).map_err(gpu_err)?,
+            None => Stager::with_priority(&self.gpu, STAGING_BYTES, stream_priority(&self.config)).map_err(gpu_err)?,
         };
         let streams_ref: &Streams = streams;
         let memory = &self.memory;
