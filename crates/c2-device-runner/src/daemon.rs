@@ -48,6 +48,8 @@ pub struct DaemonRun {
     pub winning: usize,
     /// 32 GiB C2 proofs of the load (proved two at once).
     pub c2_proofs: usize,
+    /// One pass per entry: the GPU backend's urgent lane on (true) or off.
+    pub lanes: Vec<bool>,
 }
 
 type Client = ProvingEngineClient<Channel>;
@@ -311,7 +313,7 @@ fn latency_32g(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path, run: &
     // device for WinningPoSt on streams of the greatest priority), pass 1
     // without it (WinningPoSt takes an ordinary worker's next turn); the
     // host lanes on in both, as the service starts.
-    for (pass, lane_on) in [(0usize, true), (1, false)] {
+    for (pass, &lane_on) in run.lanes.iter().enumerate() {
         let config = GpuBackendConfig {
             urgent_lane: if lane_on { Some(porep_c2::UrgentLane::default()) } else { None },
             ..GpuBackendConfig::default()

@@ -29,9 +29,10 @@
 //!         times vs peer-prove's files in DIR)
 //!     [--only field]  (both field backends, ec-gpu-gen and sppark: vs blstrs/blst, then products
 //!         and bucket additions per second side by side)
-//!     [--only daemon --daemon-winning 8 --daemon-c2 4]  (the service in this process, Curio's requests:
-//!         registered 2 KiB WindowPoSt / WinningPoSt verified; WinningPoSt 32 GiB latency alone and
-//!         under a 32 GiB C2 load, host lanes on and off; random parameters: timing only)
+//!     [--only daemon --daemon-winning 8 --daemon-c2 4 --daemon-urgent-lane 1,0]  (the service in this
+//!         process, Curio's requests: registered 2 KiB WindowPoSt / WinningPoSt / SnapDeals verified;
+//!         WinningPoSt 32 GiB latency alone and under a 32 GiB C2 load, the GPU's urgent lane on (1)
+//!         and off (0); random parameters: timing only)
 //!     [--only update --update-sizes 2k,32g --update-proofs 2]  (SnapDeals test updates at full size:
 //!         vanilla verifier, a·b = c, witness path == circuit path bytes, end-to-end time; random
 //!         parameters of the circuit's lengths: timing only)
@@ -679,6 +680,8 @@ fn main() {
     let daemon_run = daemon::DaemonRun {
         winning: list("--daemon-winning", &[8]).first().map_or(8, |&n| n as usize),
         c2_proofs: list("--daemon-c2", &[4]).first().map_or(4, |&n| n as usize),
+        // 1: the urgent lane on (pass 0), 0: off; default both.
+        lanes: list("--daemon-urgent-lane", &[1, 0]).into_iter().map(|x| x != 0).collect(),
     };
     let post_proofs = list("--post-proofs", &[3]).first().map_or(3, |&n| n as usize);
 

@@ -14,7 +14,9 @@
 //! the item; waiting items are admitted by [`PipelineConfig::priority`], then
 //! in arrival order. A [`CancelToken`] stops a run between items. The
 //! producers' parallel work runs on [`PipelineConfig::host_pool`] when set:
-//! [`HostLanes`] give urgent proofs (PoSt) threads ahead of the rest.
+//! [`HostLanes`] give urgent proofs (PoSt) threads ahead of the rest, and a
+//! device's [`YieldGate`] has its ordinary workers queue nothing new while an
+//! urgent proof runs there.
 //!
 //! The pipeline knows nothing about circuits: items and results are generic,
 //! so the same scheduler serves proofs, benchmarks and tests.
@@ -35,9 +37,11 @@ mod host;
 mod pipeline;
 #[cfg(test)]
 mod tests;
+mod yield_gate;
 
 pub use budget::{AdmissionError, HostBudget, HostPermit};
 pub use cancel::CancelToken;
 pub use gate::{PriorityGate, Turn};
 pub use host::{on_host_pool, HostLanes, HostPool, HostPoolError};
 pub use pipeline::{JobTiming, Pipeline, PipelineConfig, PipelineOutput, SchedError};
+pub use yield_gate::{Urgent, YieldGate};

@@ -35,6 +35,7 @@ use c2_core::{Density, Synthesized};
 use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream, StreamPriority};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, PrecomputedBases, G1, G2};
 use c2_ntt::GpuNtt;
+use c2_sched::YieldGate;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
 use crate::pins::{HostPins, PinnedSet};
@@ -110,10 +111,13 @@ pub struct GpuBackendConfig {
     /// GB, mostly MSM scratch for every window in one pass; taken from the
     /// budget before the ordinary workers are planned) and streams of the
     /// device's greatest priority, so such
-    /// a proof starts at once beside the partitions in flight and its
-    /// kernels get SMs ahead of theirs, instead of waiting for a worker
-    /// (a 32 GiB C2 partition holds one for ~1.6 s of kernels). `None`: no
-    /// lane; urgent proofs take the ordinary workers' next turns.
+    /// a proof starts at once beside the partitions in flight instead of
+    /// waiting for a worker (a 32 GiB C2 partition holds one for ~1.6 s of
+    /// kernels); while it runs, the device's other workers queue no new
+    /// transform or MSM (`c2_sched::YieldGate`), so only their kernels
+    /// already running are ahead of it (a running kernel keeps its SMs;
+    /// priority orders only waiting blocks). `None`: no lane; urgent proofs
+    /// take the ordinary workers' next turns.
     pub urgent_lane: Option<UrgentLane>,
 }
 
@@ -205,6 +209,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
             pins: pins.clone(),
             chunked: chunked.clone(),
             h_copies: Arc::new(HCopies::new(config.h_copies, pool.memory())?),
+            yield_gate: Arc::default(),
         };
         for (w, (vectors, msm)) in arenas.iter().enumerate() {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
@@ -293,6 +298,9 @@ pub struct DeviceShared {
     pub chunked: Arc<ChunkedSets>,
     /// Precomputed copies of the resident H queries.
     pub h_copies: Arc<HCopies>,
+    /// Urgent proofs in flight on the device: its ordinary workers wait
+    /// before each transform and MSM they queue while one runs.
+    pub yield_gate: Arc<YieldGate>,
 }
 
 /// Precomputed copies of the resident H query of one device
@@ -447,6 +455,11 @@ pub struct GpuProver {
     /// Precomputed copies of the resident H queries (shared by the device's
     /// workers).
     h_copies: Arc<HCopies>,
+    /// The device's urgent proofs in flight (shared by its workers).
+    yield_gate: Arc<YieldGate>,
+    /// This is the device's urgent-lane worker: it marks the gate while it
+    /// proves; the others wait at it before each step they queue.
+    urgent: bool,
 }
 
 /// Bytes per staging slot (128 MiB, 2^22 scalars): large enough that
@@ -468,7 +481,7 @@ impl GpuProver {
         config: &GpuBackendConfig,
         priority: StreamPriority,
     ) -> Result<Self, Error> {
-        let DeviceShared { ntt, srs, epoch, abc, matrices, pins, chunked, h_copies } = shared;
+        let DeviceShared { ntt, srs, epoch, abc, matrices, pins, chunked, h_copies, yield_gate } = shared;
         let gpu = memory.vectors.gpu().clone();
         // Kernel time per MSM comes from the MSM's stage events.
         let msm_config = GpuMsmConfig {
@@ -506,7 +519,17 @@ impl GpuProver {
             pins,
             scratch,
             h_copies,
+            yield_gate,
+            urgent: priority == StreamPriority::Urgent,
         })
+    }
+
+    /// An ordinary worker waits here while an urgent proof runs on the
+    /// device, so at most the kernels it queued already are ahead of it.
+    fn step_aside(&self) {
+        if !self.urgent {
+            self.yield_gate.wait_clear();
+        }
     }
 
     /// `v` into `d` (zeros after `v`), through the staging slots on the
@@ -606,6 +629,7 @@ impl<'a> DeviceMsms<'a> {
     /// One MSM over resident bases from `step.first_base` on, or over the
     /// host's (streamed); its kernel time is added to `ms`.
     fn run<C: GpuCurve>(&mut self, bases: Bases<'_, C::Affine>, step: MsmStep) -> Result<(C::Projective, f32), Error> {
+        self.prover.step_aside();
         let (scalars, mask) = (self.scalars(step.scalars)?, self.mask(step.mask));
         let msm = &self.prover.msm;
         let mut streamed = 0;
@@ -824,6 +848,9 @@ impl PartitionProver for GpuProver {
 
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
         let PartitionJob { partition_data, host, params, params_key, r, s: s_blind, .. } = job;
+        // The urgent lane's whole proof: the device's other workers queue
+        // nothing new meanwhile (their running kernels finish first).
+        let _urgent = self.urgent.then(|| self.yield_gate.urgent());
         let mut stager = self
             .stager
             .lock()
@@ -909,6 +936,7 @@ impl PartitionProver for GpuProver {
         // freed as soon as they are staged (~4 GB each at 32 GiB: the OS
         // takes a while, and the kernels run meanwhile).
         let k = &self.marks;
+        self.step_aside();
         let clock = Instant::now();
         k.copy_start.record(stager.stream()).map_err(e)?;
         let densities = match input {
