@@ -233,13 +233,9 @@ impl Workers {
         let _turn = gate.enter(priority, cancel).map_err(admission_error)?;
         started(prover.device());
         let out = prove_catching(prover, job);
-        if let Err(e) = &out {
-            if e.is_backend_failure() && !e.is_device_out_of_memory() {
-                let device = prover.device();
-                if let Some(w) = (0..self.provers.len()).find(|&w| self.provers[w].device() == device) {
-                    self.fence_after(w, e);
-                }
-            }
+        let device = prover.device();
+        if let Some(w) = (0..self.provers.len()).find(|&w| self.provers[w].device() == device) {
+            self.fence_if_faulted(w, &out);
         }
         out
     }
@@ -274,12 +270,18 @@ impl Workers {
             }
             started(self.provers[w].device());
             let out = prove_catching(&self.provers[w], job);
-            if let Err(e) = &out {
-                if e.is_backend_failure() && !e.is_device_out_of_memory() {
-                    self.fence_after(w, e);
-                }
-            }
+            self.fence_if_faulted(w, &out);
             return out;
+        }
+    }
+
+    /// Fences worker `w`'s device when `out` is a device fault (running out
+    /// of device memory is not one).
+    fn fence_if_faulted<T>(&self, w: usize, out: &Result<T, Error>) {
+        if let Err(e) = out {
+            if e.is_backend_failure() && !e.is_device_out_of_memory() {
+                self.fence_after(w, e);
+            }
         }
     }
 

@@ -222,14 +222,11 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
                 StreamPriority::Normal,
             )?));
         }
-        if let Some((lane_plan, vectors, msm)) = &lane {
+        if let (Some((lane_plan, vectors, msm)), Some(lane)) = (&lane, &config.urgent_lane) {
             let memory = WorkerMemory { vectors: vectors.memory(), msm: msm.memory() };
             let w = plan.workers;
             let prover = GpuProver::new((d, w), shared.clone(), memory, lane_plan, config, StreamPriority::Urgent)?;
-            log::info!(
-                "porep-c2: GPU {d} urgent lane (cuda:{d}/{w}): {}",
-                lane_plan.describe(&lane_plan_shape(config))
-            );
+            log::info!("porep-c2: GPU {d} urgent lane (cuda:{d}/{w}): {}", lane_plan.describe(&lane.shape));
             urgent.push(Arc::new(prover));
         }
         names.push(format!("{d}: {}, {:.1} GB reserved", gpu.info().name, pool.budget() as f64 / 1e9));
@@ -245,11 +242,6 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         Some(lane) => workers.with_urgent(UrgentWorkers::new(urgent, lane.clone())),
         None => workers,
     }))
-}
-
-/// The urgent lane's shape (for its log line).
-fn lane_plan_shape(config: &GpuBackendConfig) -> PartitionShape {
-    config.urgent_lane.as_ref().map_or_else(PartitionShape::winning_post, |l| l.shape)
 }
 
 /// A device error while the backend starts.
