@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 39 and 40 on one GPU: every proof kind Curio sends, on the device.
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|window|window-peer|winning-update|update|update-peer
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|window-peer|winning-update|update|update-peer
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -14,6 +14,7 @@
 #                 bellperson's CUDA prover on the same circuit, parameters
 #                 and r, s (`peer-prove --circuit window-32g`, when BIN_DIR
 #                 has it): proof bytes compared.
+# daemon-update:  `daemon` with 6 WinningPoSt and 2 C2 proofs, then `update`.
 # winning-update: the same for WinningPoSt 32 GiB, then `--only update` for
 #                 2 KiB and 32 GiB SnapDeals test updates.
 # window-peer:    the peer half of `window`, against ours from an earlier call.
@@ -64,6 +65,13 @@ runner="$bin/c2-device-runner"
 case "$part" in
 daemon)
     step daemon "${DAEMON_LIMIT:-570}" "$runner" --only daemon --daemon-winning 8 --daemon-c2 4
+    ;;
+daemon-update)
+    # One call for issue 40's device checks: the daemon part (registered
+    # 2 KiB update and PoSt through the GPU workers, a shorter latency table)
+    # then the 2 KiB and 32 GiB test updates.
+    step daemon "${DAEMON_LIMIT:-300}" "$runner" --only daemon --daemon-winning 6 --daemon-c2 2
+    step update "${UPDATE_LIMIT:-270}" "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
     ;;
 window)
     step window-32g "${WINDOW_LIMIT:-330}" "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 3 --proof-dir "$out"

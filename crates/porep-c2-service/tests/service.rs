@@ -243,9 +243,9 @@ async fn parameter_sets_preload_and_evict_and_a_full_queue_refuses() {
     let daemon =
         Daemon::with_jobs(engine, JobsConfig { concurrent_proofs: 1, max_pending: 2, ..JobsConfig::default() }).await;
     let mut c = daemon.client().await;
-    let a = c.submit_proof(porep_request("", b"21:2", 21, proto::Priority::Normal)).await.unwrap().into_inner();
-    let b = c.submit_proof(porep_request("", b"22:2", 22, proto::Priority::Normal)).await.unwrap().into_inner();
-    let e = c.submit_proof(porep_request("", b"23:2", 23, proto::Priority::Normal)).await.unwrap_err();
+    let a = c.submit_proof(porep_request("", b"21:1", 21, proto::Priority::Normal)).await.unwrap().into_inner();
+    let b = c.submit_proof(porep_request("", b"22:1", 22, proto::Priority::Normal)).await.unwrap().into_inner();
+    let e = c.submit_proof(porep_request("", b"23:1", 23, proto::Priority::Normal)).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::ResourceExhausted, "{e}");
     // Nothing was lost: both accepted jobs complete.
     for job in [a.job_id, b.job_id] {
@@ -327,10 +327,12 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
             }
         }
     };
-    run(&mut c, vec![31, 32, 33]).await;
+    // Two proofs of two partitions, then one: ten tiny partitions took
+    // 233 s of CI's two cores, and six show every transition.
+    run(&mut c, vec![31, 32]).await;
     let (failed, proved) = (gpus[0].failed.load(Ordering::SeqCst), gpus[1].proved.load(Ordering::SeqCst));
     assert_eq!(failed, 1, "device 0 is fenced after its first fault");
-    assert_eq!(proved, 6, "device 1 proved every partition");
+    assert_eq!(proved, 4, "device 1 proved every partition");
     assert_eq!(backend.fenced_workers(), vec!["fake-gpu:0".to_string()]);
     let retries = |n| format!("porep_c2_partition_retries_total{{proof_kind=\"porep-c2\"}} {n}");
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
@@ -338,21 +340,21 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
     for line in [
         "porep_c2_worker_healthy{worker=\"fake-gpu:0\"} 0",
         "porep_c2_worker_healthy{worker=\"fake-gpu:1\"} 1",
-        "porep_c2_partitions_total{device=\"1\"} 6",
+        "porep_c2_partitions_total{device=\"1\"} 4",
     ] {
         assert!(metrics.contains(line), "{line} in\n{metrics}");
     }
     // Device 1 fails too: the CPU proves the rest, the service keeps answering.
     gpus[1].dead.store(true, Ordering::SeqCst);
-    run(&mut c, vec![34, 35]).await;
+    run(&mut c, vec![34]).await;
     assert_eq!(gpus[1].failed.load(Ordering::SeqCst), 1, "device 1 is fenced after its first fault");
     assert_eq!(backend.healthy_workers(), 0);
     let metrics = c.get_metrics(proto::GetMetricsRequest {}).await.unwrap().into_inner().prometheus_text;
-    assert!(metrics.contains(&retries(5)), "{} in\n{metrics}", retries(5));
-    for line in ["porep_c2_partitions_total{device=\"1\"} 6", "porep_c2_partitions_total{device=\"cpu\"} 4"] {
+    assert!(metrics.contains(&retries(3)), "{} in\n{metrics}", retries(3));
+    for line in ["porep_c2_partitions_total{device=\"1\"} 4", "porep_c2_partitions_total{device=\"cpu\"} 2"] {
         assert!(metrics.contains(line), "{line} in\n{metrics}");
     }
     let status = c.get_status(proto::GetStatusRequest {}).await.unwrap().into_inner();
-    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (5, 0));
+    assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (3, 0));
     daemon.stop().await;
 }
