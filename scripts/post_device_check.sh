@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 39 and 40 on one GPU: every proof kind Curio sends, on the device.
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|window-peer|winning-update|update|update-peer
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|update-with-peer|window|window-peer|winning-update|update|update-peer
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -19,6 +19,7 @@
 #                 2 KiB and 32 GiB SnapDeals test updates.
 # window-peer:    the peer half of `window`, against ours from an earlier call.
 # update:         the update half of `winning-update`.
+# update-with-peer: `update`, then `update-peer` on its proof (one call).
 # update-peer:    bellperson's CUDA prover on the 32 GiB update's partition 0
 #                 (`peer-prove --circuit update-32g`), compared with ours.
 # WINDOW_LIMIT, UPDATE_LIMIT and DAEMON_LIMIT (seconds) bound those steps when a call
@@ -56,7 +57,7 @@ same_bytes() {
 peer() {
     local kind=$1 partitions=$2 limit=$3
     if [ -x "$bin/peer-prove" ]; then
-        step "peer-$kind" "$limit" "$bin/peer-prove" --circuit "$kind" --partitions "$partitions" --seed 9 --reps 2 \
+        step "peer-$kind" "$limit" "$bin/peer-prove" --circuit "$kind" --partitions "$partitions" --seed 9 --reps "${PEER_REPS:-2}" \
             --proof-out "$out/peer-$kind.proof"
         same_bytes "$kind"
     fi
@@ -90,6 +91,13 @@ winning-update)
     step winning-32g 150 "$runner" --only post --post-sizes 32g --post-kinds winning --post-proofs 5 --proof-dir "$out"
     peer winning-32g 1 90
     step update 330 "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
+    ;;
+update-with-peer)
+    # Ours (2 KiB and 32 GiB) then bellperson's CUDA prover on the 32 GiB
+    # update's partition 0 in one call: the update part took 150 s on an
+    # H100 (2026-12-06), the peer gets the rest of the call, one rep.
+    step update "${UPDATE_LIMIT:-200}" "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
+    PEER_REPS=1 peer update-32g 1 "${PEER_LIMIT:-380}"
     ;;
 update-peer)
     # bellperson synthesizes the update circuit on one thread (~82 M
