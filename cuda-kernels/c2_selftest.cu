@@ -170,3 +170,42 @@ extern "C" __global__ void c2_fr_mul_chain_pair_mixed(const fr_t* in, fr_t* out,
     const fr_t y16 = fp64::times16(y);
     mul_chain_pair(in, out, n, iters, i, y, [&](const fr_t& z) { return fp64::mul_by_table(z, y16); });
 }
+
+// ---- fixed-base multiplication for the test kit's Groth16 set-up
+// (c2-testkit setup::gpu: parameters from recorded constraint matrices) ----
+//
+// A comb over byte windows: table[w * 255 + d - 1] = d * 2^(8w) * g for the
+// 32 windows w of a 255-bit scalar and the digits d in 1..=255 (built on the
+// host, 8,160 affine points: 783 KB in G1, 1.6 MB in G2, read through L2).
+// out[i] = s_i * g: at most 32 mixed additions, no doubling, then one
+// inversion for the affine form (the identity as (0, 0), blst's encoding).
+// scalars: 4 little-endian u64 limbs each, canonical (not Montgomery) form.
+// The points are exact, so they are the host comb's and bellperson's wNAF
+// points bit for bit.
+template <class O>
+__device__ __forceinline__ void comb_mul(const ec::affine<O>* table, const uint64_t* scalars, uint64_t n,
+                                         ec::affine<O>* out) {
+    GRID_STRIDE(i, n) {
+        ec::xyzz<O> acc = ec::infinity<O>();
+#pragma unroll 1
+        for (uint32_t limb = 0; limb < 4; limb++) {
+            const uint64_t word = scalars[4 * i + limb];
+#pragma unroll 1
+            for (uint32_t byte = 0; byte < 8; byte++) {
+                const uint32_t digit = (uint32_t)(word >> (8 * byte)) & 0xff;
+                if (digit != 0) acc = ec::add_mixed(acc, table[(8 * limb + byte) * 255 + digit - 1]);
+            }
+        }
+        out[i] = ec::to_affine(acc);
+    }
+}
+
+extern "C" __global__ void c2_g1_comb_mul(const ec::affine<fp_ops>* table, const uint64_t* scalars, uint64_t n,
+                                          ec::affine<fp_ops>* out) {
+    comb_mul(table, scalars, n, out);
+}
+
+extern "C" __global__ void c2_g2_comb_mul(const ec::affine<fp2_ops>* table, const uint64_t* scalars, uint64_t n,
+                                          ec::affine<fp2_ops>* out) {
+    comb_mul(table, scalars, n, out);
+}

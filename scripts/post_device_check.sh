@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issues 39 and 40 on one GPU: every proof kind Curio sends, on the device.
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|update-with-peer|window|window-peer|winning-update|update|update-peer
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|update-with-peer|update-peer-setup|setup|window|window-peer|winning-update|update|update-peer
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -20,6 +20,10 @@
 # window-peer:    the peer half of `window`, against ours from an earlier call.
 # update:         the update half of `winning-update`.
 # update-with-peer: `update`, then `update-peer` on its proof (one call).
+# update-peer-setup: `update` at 32 GiB only (one proof), `update-peer`, then
+#                 `setup`.
+# setup:          `--only setup`: Groth16 test parameters made on the GPU
+#                 from the 2 KiB and 32 GiB PoRep partitions' matrices.
 # update-peer:    bellperson's CUDA prover on the 32 GiB update's partition 0
 #                 (`peer-prove --circuit update-32g`), compared with ours.
 # WINDOW_LIMIT, UPDATE_LIMIT and DAEMON_LIMIT (seconds) bound those steps when a call
@@ -98,6 +102,18 @@ update-with-peer)
     # H100 (2026-12-06), the peer gets the rest of the call, one rep.
     step update "${UPDATE_LIMIT:-200}" "$runner" --only update --update-sizes 2k,32g --update-proofs 2 --proof-dir "$out"
     PEER_REPS=1 peer update-32g 1 "${PEER_LIMIT:-380}"
+    ;;
+update-peer-setup)
+    # Issue 40's last device item and issue 41's first in one call: ours on
+    # the 32 GiB update (one proof; its partition 0 written for the peer),
+    # bellperson's CUDA prover on that partition, then Groth16 parameters
+    # made on the GPU for the 2 KiB and 32 GiB PoRep partitions.
+    step update "${UPDATE_LIMIT:-140}" "$runner" --only update --update-sizes 32g --update-proofs 1 --proof-dir "$out"
+    PEER_REPS=1 peer update-32g 1 "${PEER_LIMIT:-230}"
+    step setup "${SETUP_LIMIT:-170}" "$runner" --only setup --setup-sizes 2k,32g
+    ;;
+setup)
+    step setup "${SETUP_LIMIT:-300}" "$runner" --only setup --setup-sizes 2k,32g
     ;;
 update-peer)
     # bellperson synthesizes the update circuit on one thread (~82 M

@@ -430,6 +430,10 @@ pub enum SelftestKernel {
     /// As [`SelftestKernel::FrMulChainPairInteger`] with the `z` chain on
     /// the FP64 pipe (`ff/fr_fp64.cuh`): both pipes busy at once.
     FrMulChainPairMixed,
+    /// Fixed-base multiplication by a byte-window comb (the test kit's
+    /// Groth16 set-up): `out[i] = s_i · g` in affine form from a table of
+    /// `d · 2^(8w) · g` (w < 32, d in 1..=255) and canonical scalars.
+    CombMul(CurveId),
 }
 
 /// The two fields of the self-test field kernels.
@@ -491,6 +495,8 @@ impl SelftestKernel {
             Self::FrMulChainFp64 => "c2_fr_mul_chain_fp64",
             Self::FrMulChainPairInteger => "c2_fr_mul_chain_pair_sppark",
             Self::FrMulChainPairMixed => "c2_fr_mul_chain_pair_mixed",
+            Self::CombMul(G1) => "c2_g1_comb_mul",
+            Self::CombMul(G2) => "c2_g2_comb_mul",
         }
     }
 }

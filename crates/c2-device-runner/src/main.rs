@@ -36,6 +36,9 @@
 //!     [--only update --update-sizes 2k,32g --update-proofs 2]  (SnapDeals test updates at full size:
 //!         vanilla verifier, a·b = c, witness path == circuit path bytes, end-to-end time; random
 //!         parameters of the circuit's lengths: timing only)
+//!     [--only setup --setup-sizes 2k,32g --setup-full-check 2k --setup-samples 256]  (Groth16 test
+//!         parameters made on the GPU from a CC test sector partition's matrices, timed per query; every
+//!         point == the host combs' up to the full-check size, a sample per query above it)
 //!     [--only post --post-sizes 2k,32g --post-kinds window,winning --post-proofs 3]  (WindowPoSt / WinningPoSt test sectors at
 //!         full size: vanilla verifier, native witness == gadgets', a·b = c, witness path == circuit
 //!         path's bytes, end-to-end time; random parameters of the circuit's lengths: timing only)
@@ -66,6 +69,7 @@ mod peers;
 mod post;
 mod real;
 mod registered;
+mod setup;
 mod update;
 
 struct Report {
@@ -684,6 +688,29 @@ fn main() {
         lanes: list("--daemon-urgent-lane", &[1, 0]).into_iter().map(|x| x != 0).collect(),
     };
     let post_proofs = list("--post-proofs", &[3]).first().map_or(3, |&n| n as usize);
+    // --only setup: Groth16 test parameters made on the GPU from the
+    // matrices of a CC test sector's partition (--setup-sizes 2k,32g), every
+    // point compared with the host's up to --setup-full-check (2k), a
+    // sample of --setup-samples points per query above it.
+    let run_setup = only.as_deref() == Some("setup");
+    let sizes_of = |flag: &str, default: &str| -> Vec<RegisteredSealProof> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map_or(default, |v| v.as_str())
+            .split(',')
+            .map(|t| sector_size_or_exit(flag, t))
+            .collect()
+    };
+    let setup_run = setup::SetupRun {
+        sizes: sizes_of("--setup-sizes", "2k,32g"),
+        full_check_max: sizes_of("--setup-full-check", "2k")
+            .iter()
+            .map(|rp| u64::from(rp.sector_size()))
+            .max()
+            .unwrap_or(0),
+        samples: list("--setup-samples", &[256]).first().map_or(256, |&n| n as usize),
+    };
 
     let devices = match c2_cuda::devices() {
         Ok(d) => d,
@@ -788,6 +815,11 @@ fn main() {
     if run_post {
         if let Err(e) = post::bench(&mut report, &post_types, post_proofs, proof_dir.as_deref()) {
             report.check(format!("PoSt bench aborted: {e}"), false);
+        }
+    }
+    if run_setup {
+        if let Err(e) = setup::bench(gpu.clone(), &mut report, &setup_run) {
+            report.check(format!("set-up bench aborted: {e}"), false);
         }
     }
     if run_update {

@@ -24,7 +24,7 @@ fn print_partitions(rep: &ProofReport) {
     }
 }
 
-/// What [`bench`] runs.
+/// What [`bench()`] runs.
 pub struct Runs<'a> {
     /// Every size divided by this (1 = the 32 GiB partition).
     pub scale: usize,

@@ -16,6 +16,11 @@
 //! in `generate_random_parameters`' order, so a seed gives bellperson's
 //! file byte for byte (tested on real circuits).
 //!
+//! The host does the QAP evaluation ([`query_scalars`]); the points, nearly
+//! all of the work, come from a [`FixedBase`]: the host's combs
+//! ([`CpuCombs`]) or, with feature `cuda`, a GPU's (`gpu::GpuCombs`, for
+//! full-size circuits: a 32 GiB PoRep partition has ~490 M points).
+//!
 //! Measured on the 2 KiB SnapDeals circuit (1,705,044 constraints, two
 //! cores): bellperson 777 s (a build running beside it), this module: see
 //! BENCHMARKS.md.
@@ -30,6 +35,10 @@ use group::prime::{PrimeCurve, PrimeCurveAffine};
 use group::{Curve, Group};
 use rand::RngCore;
 use rayon::prelude::*;
+
+#[cfg(feature = "cuda")]
+#[path = "setup_gpu.rs"]
+pub mod gpu;
 
 /// The secrets of a Groth16 set-up. Whoever knows them can prove anything:
 /// tests only.
@@ -80,6 +89,9 @@ pub enum SetupError {
     /// More constraints than the field's two-adicity allows.
     #[error("{0} constraints exceed the largest evaluation domain")]
     TooLarge(usize),
+    /// The device that multiplies the points failed.
+    #[error("set-up on the GPU: {0}")]
+    Gpu(#[from] c2_cuda::GpuError),
 }
 
 /// Bits per comb window: 32 windows cover a 255-bit scalar.
@@ -89,8 +101,9 @@ const DIGITS: usize = (1 << WINDOW) - 1;
 
 /// `d · 2^(8w) · base` for every window `w` and digit `d` in 1..=255,
 /// affine (one batch normalisation), for fixed-base multiplication.
-struct Comb<P: PrimeCurve> {
-    table: Vec<P::Affine>,
+pub(crate) struct Comb<P: PrimeCurve> {
+    /// Window-major: `table[w * 255 + d - 1]` (the GPU kernel's layout too).
+    pub(crate) table: Vec<P::Affine>,
 }
 
 impl<P> Comb<P>
@@ -98,7 +111,7 @@ where
     P: PrimeCurve + Send + Sync,
     P::Affine: Send + Sync,
 {
-    fn new(base: P) -> Self {
+    pub(crate) fn new(base: P) -> Self {
         let mut projective = Vec::with_capacity(WINDOWS * DIGITS);
         let mut window_base = base;
         for _ in 0..WINDOWS {
@@ -137,6 +150,54 @@ where
             done(scalars.len() as u64);
         });
         out
+    }
+}
+
+/// Fixed-base multiplication by the set-up's two generators: nearly all of
+/// a Groth16 set-up's work (one point per query entry, ~47 GB of them for a
+/// 32 GiB PoRep partition). [`CpuCombs`] runs on the host's threads,
+/// `gpu::GpuCombs` (feature `cuda`) on a device; both give the same exact
+/// points.
+pub trait FixedBase: Sync {
+    /// `s · g1` for every scalar, affine (zero gives the identity);
+    /// `done(k)` as each `k` more points are finished.
+    fn g1(&self, scalars: &[Scalar], done: &(dyn Fn(u64) + Sync)) -> Result<Vec<G1Affine>, SetupError>;
+    /// `s · g2`, as [`FixedBase::g1`].
+    fn g2(&self, scalars: &[Scalar], done: &(dyn Fn(u64) + Sync)) -> Result<Vec<G2Affine>, SetupError>;
+}
+
+/// `s` as four little-endian u64 limbs in canonical (not Montgomery) form:
+/// what the GPU comb kernels read, byte `8k + j` of the scalar being the
+/// digit of window `8k + j` as in the host's comb (`to_bytes_le`).
+pub fn canonical_limbs(s: &Scalar) -> [u64; 4] {
+    let bytes = s.to_bytes_le();
+    let mut limbs = [0u64; 4];
+    for (limb, b) in limbs.iter_mut().zip(bytes.chunks_exact(8)) {
+        *limb = u64::from_le_bytes(b.try_into().expect("8 bytes"));
+    }
+    limbs
+}
+
+/// [`FixedBase`] on the host: a comb per generator, on rayon's threads.
+pub struct CpuCombs {
+    g1: Comb<G1Projective>,
+    g2: Comb<G2Projective>,
+}
+
+impl CpuCombs {
+    /// The tables of `g1` and `g2` (a few milliseconds).
+    pub fn new(g1: G1Projective, g2: G2Projective) -> Self {
+        let (g1, g2) = rayon::join(|| Comb::new(g1), || Comb::new(g2));
+        Self { g1, g2 }
+    }
+}
+
+impl FixedBase for CpuCombs {
+    fn g1(&self, scalars: &[Scalar], done: &(dyn Fn(u64) + Sync)) -> Result<Vec<G1Affine>, SetupError> {
+        Ok(self.g1.mul_all(scalars, done))
+    }
+    fn g2(&self, scalars: &[Scalar], done: &(dyn Fn(u64) + Sync)) -> Result<Vec<G2Affine>, SetupError> {
+        Ok(self.g2.mul_all(scalars, done))
     }
 }
 
@@ -208,19 +269,30 @@ fn domain(constraints: usize) -> Result<(usize, Scalar), SetupError> {
     Ok((m, omega))
 }
 
+/// `start · ratio^i` for i < n, in parallel chunks (each chunk starts from
+/// its own power): τ's powers for H and ω's for the Lagrange basis, 2^27
+/// of each at 32 GiB, ~2 s on one thread.
+fn geometric(start: Scalar, ratio: Scalar, n: usize) -> Vec<Scalar> {
+    const CHUNK: usize = 1 << 16;
+    let mut out = vec![Scalar::ZERO; n];
+    out.par_chunks_mut(CHUNK).enumerate().for_each(|(k, chunk)| {
+        let mut x = start * ratio.pow_vartime([(k * CHUNK) as u64]);
+        for v in chunk {
+            *v = x;
+            x *= ratio;
+        }
+    });
+    out
+}
+
 /// The Lagrange basis of the domain at τ: `L_j(τ) = ω^j (τ^m − 1) / (m (τ − ω^j))`,
 /// the values bellperson's inverse FFT of τ's powers gives.
 fn lagrange_at(tau: Scalar, m: usize, omega: Scalar) -> Result<Vec<Scalar>, SetupError> {
     let z = tau.pow_vartime([m as u64]) - Scalar::ONE;
     let m_inv = Option::<Scalar>::from(Scalar::from(m as u64).invert()).ok_or(SetupError::Degenerate("domain"))?;
-    let mut omega_j = Vec::with_capacity(m);
-    let mut w = Scalar::ONE;
-    for _ in 0..m {
-        omega_j.push(w);
-        w *= omega;
-    }
+    let omega_j = geometric(Scalar::ONE, omega, m);
     let mut denominators: Vec<Scalar> = omega_j.par_iter().map(|w| tau - w).collect();
-    if denominators.iter().any(|d| bool::from(d.is_zero())) {
+    if denominators.par_iter().any(|d| bool::from(d.is_zero())) {
         return Err(SetupError::Degenerate("τ is a root of unity of the domain"));
     }
     batch_invert(&mut denominators);
@@ -248,15 +320,25 @@ fn batch_invert(v: &mut [Scalar]) {
 }
 
 /// `Σ_j M[j][v] · L_j` for every column v of `m` (A, B or C): each
-/// variable's QAP polynomial at τ.
+/// variable's QAP polynomial at τ. Each task owns a range of columns and
+/// scans every entry, adding only its own, so no two threads write one
+/// element: the scans (a 4-byte column index per entry) are cheap beside the
+/// products and the cache misses on `out`, which one thread alone would pay
+/// for all 722 M entries of a 32 GiB PoRep partition.
 fn evaluate(matrix: &c2_synth::SparseMatrix, coeffs: &[Scalar], lagrange: &[Scalar], vars: usize) -> Vec<Scalar> {
     let mut out = vec![Scalar::ZERO; vars];
-    for (row, l) in lagrange.iter().enumerate().take(matrix.rows()) {
-        let (start, end) = (matrix.row_starts[row] as usize, matrix.row_starts[row + 1] as usize);
-        for e in start..end {
-            out[matrix.cols[e] as usize] += coeffs[matrix.coeffs[e] as usize] * l;
+    let span = vars.div_ceil(2 * rayon::current_num_threads()).max(1);
+    out.par_chunks_mut(span).enumerate().for_each(|(k, out)| {
+        let lo = k * span;
+        for (row, l) in lagrange.iter().enumerate().take(matrix.rows()) {
+            let (start, end) = (matrix.row_starts[row] as usize, matrix.row_starts[row + 1] as usize);
+            for e in start..end {
+                if let Some(o) = (matrix.cols[e] as usize).checked_sub(lo).and_then(|c| out.get_mut(c)) {
+                    *o += coeffs[matrix.coeffs[e] as usize] * l;
+                }
+            }
         }
-    }
+    });
     out
 }
 
@@ -275,9 +357,47 @@ pub fn generate_parameters_with(
     waste: &ToxicWaste,
     progress: &(dyn Fn(SetupStep) + Sync),
 ) -> Result<Parameters<Bls12>, SetupError> {
-    let done = |n| progress(SetupStep::Points(n));
-    let sizes = query_sizes(m);
-    let ToxicWaste { g1, g2, alpha, beta, gamma, delta, tau } = *waste;
+    generate_parameters_by(m, waste, |g1, g2| Ok(CpuCombs::new(g1, g2)), progress)
+}
+
+/// [`generate_parameters_with`] with the points multiplied by the
+/// [`FixedBase`] that `bases` makes for the waste's two generators (the
+/// host's combs, or a GPU's); the QAP evaluation stays on the host's threads.
+pub fn generate_parameters_by<F: FixedBase>(
+    m: &ConstraintMatrices,
+    waste: &ToxicWaste,
+    bases: impl FnOnce(G1Projective, G2Projective) -> Result<F, SetupError>,
+    progress: &(dyn Fn(SetupStep) + Sync),
+) -> Result<Parameters<Bls12>, SetupError> {
+    let scalars = query_scalars(m, waste)?;
+    multiply(&scalars, waste, &bases(waste.g1, waste.g2)?, progress)
+}
+
+/// What a set-up multiplies its generators by, per query: the host's share
+/// of the work (the QAP at τ from the matrices), kept apart from the points
+/// so a device run can check a sample of its points against the host's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryScalars {
+    /// H: `τ^i · t(τ) / δ` for i < domain − 1, `t(τ) = τ^domain − 1`.
+    pub h: Vec<Scalar>,
+    /// IC then L, per variable: `(β·A(τ) + α·B(τ) + C(τ))` over γ for the
+    /// inputs, over δ for the aux variables.
+    pub ic_l: Vec<Scalar>,
+    /// How many of [`QueryScalars::ic_l`] are inputs (IC).
+    pub inputs: usize,
+    /// A's non-zero evaluations in variable order (bellperson filters the
+    /// identity out of the A and B queries).
+    pub a: Vec<Scalar>,
+    /// B's non-zero evaluations in variable order (the B queries in G1 and
+    /// in G2).
+    pub b: Vec<Scalar>,
+}
+
+/// The [`QueryScalars`] of the circuit whose matrices are `m`, for these
+/// secrets: the Lagrange basis at τ, each variable's A, B and C polynomials
+/// at τ from the matrices, then the queries' scalars.
+pub fn query_scalars(m: &ConstraintMatrices, waste: &ToxicWaste) -> Result<QueryScalars, SetupError> {
+    let ToxicWaste { alpha, beta, gamma, delta, tau, .. } = *waste;
     let gamma_inv = Option::<Scalar>::from(gamma.invert()).ok_or(SetupError::Degenerate("γ = 0"))?;
     let delta_inv = Option::<Scalar>::from(delta.invert()).ok_or(SetupError::Degenerate("δ = 0"))?;
     let (size, omega) = domain(m.constraints())?;
@@ -288,44 +408,43 @@ pub fn generate_parameters_with(
         || rayon::join(|| evaluate(&m.b, &m.coeffs, &lagrange, vars), || evaluate(&m.c, &m.coeffs, &lagrange, vars)),
     );
     drop(lagrange);
-    let (comb1, comb2) = rayon::join(|| Comb::new(g1), || Comb::new(g2));
-
-    // H: τ^i · t(τ) / δ for i < size − 1, t(τ) = τ^size − 1.
     let coeff = (tau.pow_vartime([size as u64]) - Scalar::ONE) * delta_inv;
-    let mut h_scalars = Vec::with_capacity(size - 1);
-    let mut power = coeff;
-    for _ in 0..size - 1 {
-        h_scalars.push(power);
-        power *= tau;
-    }
-    progress(SetupStep::Query(sizes[0].0, sizes[0].1));
-    let h = comb1.mul_all(&h_scalars, &done);
-    drop(h_scalars);
-
-    // IC (inputs, over γ) and L (aux, over δ): (β·a + α·b + c) / γ or δ.
-    let ext: Vec<Scalar> = (0..vars)
+    let h = geometric(coeff, tau, size - 1);
+    let ic_l: Vec<Scalar> = (0..vars)
         .into_par_iter()
         .map(|v| (beta * at[v] + alpha * bt[v] + ct[v]) * if v < m.inputs { gamma_inv } else { delta_inv })
         .collect();
-    if let Some(v) = ext[m.inputs..].iter().position(|e| bool::from(e.is_zero())) {
+    if let Some(v) = ic_l[m.inputs..].iter().position(|e| bool::from(e.is_zero())) {
         return Err(SetupError::UnconstrainedVariable(v));
     }
-    progress(SetupStep::Query(sizes[1].0, sizes[1].1));
-    let mut ic = comb1.mul_all(&ext, &done);
-    let l = ic.split_off(m.inputs);
-    drop(ext);
+    let nonzero = |v: &[Scalar]| v.par_iter().copied().filter(|s| !bool::from(s.is_zero())).collect::<Vec<_>>();
+    let (a, b) = (nonzero(&at), nonzero(&bt));
+    Ok(QueryScalars { h, ic_l, inputs: m.inputs, a, b })
+}
 
-    // A and B: the points of non-zero evaluations only (bellperson filters
-    // the identity out of these queries).
-    let nonzero = |v: &[Scalar]| v.iter().copied().filter(|s| !bool::from(s.is_zero())).collect::<Vec<_>>();
-    let (a_scalars, b_scalars) = (nonzero(&at), nonzero(&bt));
-    progress(SetupStep::Query(sizes[2].0, a_scalars.len() as u64));
-    let a = comb1.mul_all(&a_scalars, &done);
-    progress(SetupStep::Query(sizes[3].0, b_scalars.len() as u64));
-    let b_g1 = comb1.mul_all(&b_scalars, &done);
-    progress(SetupStep::Query(sizes[4].0, b_scalars.len() as u64));
-    let b_g2 = comb2.mul_all(&b_scalars, &done);
+/// The parameters of `q` for `waste`: every query's points by `bases`
+/// (which must be of the waste's generators), then the verifying key.
+/// `progress` hears each query as it begins and its points as they are done.
+pub fn multiply<F: FixedBase>(
+    q: &QueryScalars,
+    waste: &ToxicWaste,
+    bases: &F,
+    progress: &(dyn Fn(SetupStep) + Sync),
+) -> Result<Parameters<Bls12>, SetupError> {
+    let done = |n| progress(SetupStep::Points(n));
+    let g1_query = |name, scalars: &[Scalar]| {
+        progress(SetupStep::Query(name, scalars.len() as u64));
+        bases.g1(scalars, &done)
+    };
+    let h = g1_query("h", &q.h)?;
+    let mut ic = g1_query("ic and l", &q.ic_l)?;
+    let l = ic.split_off(q.inputs);
+    let a = g1_query("a", &q.a)?;
+    let b_g1 = g1_query("b_g1", &q.b)?;
+    progress(SetupStep::Query("b_g2", q.b.len() as u64));
+    let b_g2 = bases.g2(&q.b, &done)?;
 
+    let ToxicWaste { g1, g2, alpha, beta, gamma, delta, .. } = *waste;
     let (g1a, g2a): (G1Affine, G2Affine) = (g1.to_affine(), g2.to_affine());
     let vk = VerifyingKey::<Bls12> {
         alpha_g1: (g1a.to_curve() * alpha).to_affine(),
@@ -452,6 +571,44 @@ mod tests {
         let ours = generate_parameters(&m, &draw(&mut ChaCha20Rng::seed_from_u64(11))).unwrap();
         eprintln!("WindowPoSt 2 KiB parameters: bellperson {bellperson_s:.1?}, from the matrices {:.1?}", t.elapsed());
         assert_eq!(bytes(&ours), bytes(&theirs));
+    }
+
+    /// The GPU kernel's loop (`comb_mul` in cuda-kernels/c2_selftest.cu)
+    /// modelled on the host: digits read from the canonical limbs, byte by
+    /// byte, against the host comb and a plain scalar multiplication, for
+    /// 0, 1, 2, r − 1, a scalar with every byte 0xff below r, and random
+    /// ones.
+    #[test]
+    fn the_kernels_digit_order_gives_the_scalar_multiple() {
+        fn by_limbs(comb: &Comb<G1Projective>, limbs: [u64; 4]) -> G1Projective {
+            let mut acc = G1Projective::identity();
+            for (k, word) in limbs.iter().enumerate() {
+                for byte in 0..8 {
+                    let digit = ((word >> (8 * byte)) & 0xff) as usize;
+                    if digit != 0 {
+                        acc += comb.table[(8 * k + byte) * DIGITS + digit - 1];
+                    }
+                }
+            }
+            acc
+        }
+        let g = G1Projective::random(&mut ChaCha20Rng::seed_from_u64(8));
+        let comb = Comb::new(g);
+        let mut rng = ChaCha20Rng::seed_from_u64(9);
+        let mut scalars = vec![Scalar::ZERO, Scalar::ONE, Scalar::from(2u64), -Scalar::ONE];
+        let mut high = [0xffu8; 32];
+        high[31] = 0x0f;
+        scalars.push(Scalar::from_bytes_le(&high).unwrap());
+        scalars.extend((0..8).map(|_| Scalar::random(&mut rng)));
+        assert_eq!(
+            canonical_limbs(&-Scalar::ONE),
+            [0xffff_ffff_0000_0000, 0x53bd_a402_fffe_5bfe, 0x3339_d808_09a1_d805, 0x73ed_a753_299d_7d48]
+        );
+        for s in scalars {
+            let want = g * s;
+            assert_eq!(by_limbs(&comb, canonical_limbs(&s)), want, "{s:?}");
+            assert_eq!(comb.mul(&s), want, "{s:?}");
+        }
     }
 
     #[test]
