@@ -19,7 +19,7 @@
 //! The host does the QAP evaluation ([`query_scalars`]); the points, nearly
 //! all of the work, come from a [`FixedBase`]: the host's combs
 //! ([`CpuCombs`]) or, with feature `cuda`, a GPU's (`gpu::GpuCombs`, for
-//! full-size circuits: a 32 GiB PoRep partition has ~490 M points).
+//! full-size circuits: a 32 GiB PoRep partition has ~460 M points).
 //!
 //! Measured on the 2 KiB SnapDeals circuit (1,705,044 constraints, two
 //! cores): bellperson 777 s (a build running beside it), this module: see

@@ -1,6 +1,6 @@
 //! [`FixedBase`] on a GPU (feature `cuda`): the Groth16 test set-up's point
 //! multiplications, for parameters of full-size circuits (a 32 GiB PoRep
-//! partition's ~490 M points would take hours on a host's cores).
+//! partition's ~460 M points would take hours on a host's cores).
 //!
 //! The host's comb tables (8,160 affine points per generator) are
 //! uploaded once; each query's scalars go in chunks through the pinned
