@@ -559,14 +559,18 @@ fn main() {
     let run_facade = only.as_deref().is_none_or(|o| o == "facade");
     // --only abc: a, b, c from the matrices on the GPU (--abc-sectors 2k,32g).
     let run_abc = only.as_deref().is_none_or(|o| o == "abc");
-    let abc_sectors: Vec<RegisteredSealProof> = args
-        .iter()
-        .position(|a| a == "--abc-sectors")
-        .and_then(|i| args.get(i + 1))
-        .map_or("2k", |v| v.as_str())
-        .split(',')
-        .map(|t| sector_size_or_exit("--abc-sectors", t))
-        .collect();
+    // A comma-separated list of sector sizes (2k, 8m, 512m, 32g, 64g) after
+    // `flag`, or `default`'s.
+    let sizes_of = |flag: &str, default: &str| -> Vec<RegisteredSealProof> {
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .map_or(default, |v| v.as_str())
+            .split(',')
+            .map(|t| sector_size_or_exit(flag, t))
+            .collect()
+    };
+    let abc_sectors = sizes_of("--abc-sectors", "2k");
     // --only real: the real circuit at full size (--real-sector 32g, --real-partitions 2).
     let run_real = only.as_deref() == Some("real");
     let real_sector = match args
@@ -609,14 +613,7 @@ fn main() {
     // --only registered: registered proof types through verify_seal
     // (--registered 2k,8m; --vram-cap-gib 12 caps the pool).
     let run_registered = only.as_deref() == Some("registered");
-    let registered_types: Vec<RegisteredSealProof> = args
-        .iter()
-        .position(|a| a == "--registered")
-        .and_then(|i| args.get(i + 1))
-        .map_or("2k", |v| v.as_str())
-        .split(',')
-        .map(|t| sector_size_or_exit("--registered", t))
-        .collect();
+    let registered_types = sizes_of("--registered", "2k");
     // --vram-caps 0,40,24,16 (GiB, 0 = none) for --only partition;
     // --vram-cap-gib N for --only registered.
     let vram_caps: Vec<usize> = list("--vram-caps", &[0]).iter().map(|&g| g as usize).collect();
@@ -693,15 +690,6 @@ fn main() {
     // point compared with the host's up to --setup-full-check (2k), a
     // sample of --setup-samples points per query above it.
     let run_setup = only.as_deref() == Some("setup");
-    let sizes_of = |flag: &str, default: &str| -> Vec<RegisteredSealProof> {
-        args.iter()
-            .position(|a| a == flag)
-            .and_then(|i| args.get(i + 1))
-            .map_or(default, |v| v.as_str())
-            .split(',')
-            .map(|t| sector_size_or_exit(flag, t))
-            .collect()
-    };
     let setup_run = setup::SetupRun {
         sizes: sizes_of("--setup-sizes", "2k,32g"),
         full_check_max: sizes_of("--setup-full-check", "2k")
