@@ -13,8 +13,8 @@
 //! 2. WinningPoSt 32 GiB latency: alone, then while the GPU proves 32 GiB
 //!    C2 sectors (CC test sectors in Curio's envelope, two at once), with
 //!    the host lanes on (`[jobs] background_nice = 10`, the default) and
-//!    off. Random parameters of the circuits' lengths, so the engine does
-//!    not verify (timing only).
+//!    off. Groth16 test parameters generated for both circuits on the GPU
+//!    (`crate::setup::params_for`), so the engine verifies every proof.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,6 @@ use porep_c2_service::{curio, jobs::URGENT_PRIORITY, prover_id_from_actor, Engin
 use porep_c2_service::{Listen, Metrics, ServeOptions};
 use tonic::transport::Channel;
 
-use crate::post::random_params_of;
 use crate::Report;
 
 /// The miner of every request.
@@ -113,12 +112,12 @@ fn randomness(byte: u8) -> [u8; 32] {
 }
 
 /// Runs both parts.
-pub fn bench(r: &mut Report, run: &DaemonRun) -> Result<(), String> {
+pub fn bench(gpu: Arc<c2_cuda::Gpu>, r: &mut Report, run: &DaemonRun) -> Result<(), String> {
     let rt = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     let work = std::env::temp_dir().join("c2-runner-daemon");
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
     registered_2k(r, &rt, &work)?;
-    latency_32g(r, &rt, &work, run)
+    latency_32g(gpu, r, &rt, &work, run)
 }
 
 fn registered_2k(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path) -> Result<(), String> {
@@ -254,7 +253,13 @@ fn spread(v: &[f64]) -> String {
     format!("{:.3} / {:.3} / {:.3} s (min / median / max of {})", s[0], s[s.len() / 2], s[s.len() - 1], s.len())
 }
 
-fn latency_32g(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path, run: &DaemonRun) -> Result<(), String> {
+fn latency_32g(
+    gpu: Arc<c2_cuda::Gpu>,
+    r: &mut Report,
+    rt: &tokio::runtime::Runtime,
+    work: &Path,
+    run: &DaemonRun,
+) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     let prover_id = prover_id_from_actor(MINER);
     let seal = RegisteredSealProof::StackedDrg32GiBV1_1;
@@ -302,9 +307,9 @@ fn latency_32g(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path, run: &
     );
     let store = Arc::new(MatrixStore::default());
     let mut sets = BTreeMap::new();
-    for (instance, seed) in [(porep_instance.as_ref() as &dyn ProofInstance, 7), (winning_instance.as_ref(), 9)] {
-        let (params, line) = random_params_of(&store, instance, seed)?;
-        println!("daemon 32g: {}: {line}", instance.parameter_id());
+    for instance in [porep_instance.as_ref() as &dyn ProofInstance, winning_instance.as_ref()] {
+        let tag = format!("daemon 32g: {}", instance.parameter_id());
+        let params = crate::setup::params_for(gpu.clone(), r, &store, instance, &tag)?;
         sets.insert(instance.parameter_id().to_string(), Arc::new(params));
     }
     let sets = Arc::new(sets);
@@ -323,8 +328,8 @@ fn latency_32g(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path, run: &
             params: ParamsSource::ById(sets.clone()),
             backend,
             retry_backend: None,
-            // Random parameters: the proofs cannot verify (timing only).
-            verify: false,
+            // Generated parameters: the engine verifies every proof.
+            verify: true,
             synthesis: SynthesisPath::Recorded,
             matrices: store.clone(),
             ..ProverConfig::default()
@@ -399,7 +404,7 @@ fn latency_32g(r: &mut Report, rt: &tokio::runtime::Runtime, work: &Path, run: &
             r.bench.push(line);
         }
         let line = format!(
-            "daemon 32g WinningPoSt under C2 load, {label}: client latency {}; daemon queue/total ms: {}; C2: {} proofs in {c2_wall:.1} s ({:.2} s/proof, random parameters, timing only)",
+            "daemon 32g WinningPoSt under C2 load, {label}: client latency {}; daemon queue/total ms: {}; C2: {} proofs in {c2_wall:.1} s ({:.2} s/proof, verified)",
             spread(&secs(&loaded)),
             daemon_ms(&loaded),
             c2.len(),

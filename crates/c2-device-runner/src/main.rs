@@ -19,9 +19,13 @@
 //!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
 //!         and real CC-sector matrices; record, witness, upload and kernel times)
 //!     [--only real --real-sector 32g --real-partitions 2 [--real-proofs 5 --real-concurrency 2,3]
-//!      [--real-vram-caps 24,16]]
-//!         (a real CC test sector's first partitions, random parameters of its lengths: witness-only
-//!         path vs circuit path, same bytes, times; then whole-sector proofs, c2-bench style)
+//!      [--real-vram-caps 24,16] [--bellperson]]
+//!         (a real CC test sector, Groth16 test parameters for its circuit generated on the GPU: the
+//!         first partitions by the witness-only path vs the circuit path, same bytes; one whole-sector
+//!         proof verified by the facade and by filecoin-proofs' verify_seal; then whole-sector proofs,
+//!         c2-bench style, bellperson on partition 0 (same bytes), the capped suite; all verified)
+//!     [--bellperson]  (`--only real`, `post`, `update`: partition 0 by bellperson too, same parameters,
+//!         r, s; bytes compared; its CUDA prover in a runner built with `--features bellperson-cuda`)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
 //!     [--only peers --peer-scale 4 --peer-partitions 1 --peer-reps 2 --peer-seed 7 --peer-dir DIR
 //!      --peer-vram-cap 16]
@@ -32,16 +36,16 @@
 //!     [--only daemon --daemon-winning 8 --daemon-c2 4 --daemon-urgent-lane 1,0]  (the service in this
 //!         process, Curio's requests: registered 2 KiB WindowPoSt / WinningPoSt / SnapDeals verified;
 //!         WinningPoSt 32 GiB latency alone and under a 32 GiB C2 load, the GPU's urgent lane on (1)
-//!         and off (0); random parameters: timing only)
+//!         and off (0); parameters generated on the GPU: every proof verified)
 //!     [--only update --update-sizes 2k,32g --update-proofs 2]  (SnapDeals test updates at full size:
-//!         vanilla verifier, a·b = c, witness path == circuit path bytes, end-to-end time; random
-//!         parameters of the circuit's lengths: timing only)
+//!         vanilla verifier, a·b = c, witness path == circuit path bytes, end-to-end time; parameters
+//!         generated on the GPU: every proof verified)
 //!     [--only setup --setup-sizes 2k,32g --setup-full-check 2k --setup-samples 256]  (Groth16 test
 //!         parameters made on the GPU from a CC test sector partition's matrices, timed per query; every
 //!         point == the host combs' up to the full-check size, a sample per query above it)
 //!     [--only post --post-sizes 2k,32g --post-kinds window,winning --post-proofs 3]  (WindowPoSt / WinningPoSt test sectors at
 //!         full size: vanilla verifier, native witness == gadgets', a·b = c, witness path == circuit
-//!         path's bytes, end-to-end time; random parameters of the circuit's lengths: timing only)
+//!         path's bytes, end-to-end time; parameters generated on the GPU: every proof verified)
 //!     [--only registered --registered 2k,8m --vram-cap-gib 12]  (registered proof types: GPU proof
 //!         == CPU proof, verify_seal accepts it; the pool optionally capped)
 //! ```
@@ -585,12 +589,16 @@ fn main() {
         "64g" => RegisteredSealProof::StackedDrg64GiBV1_1,
         _ => RegisteredSealProof::StackedDrg32GiBV1_1,
     };
+    // --bellperson: `--only real`, `post` and `update` prove partition 0
+    // with bellperson too (its CUDA prover in a `bellperson-cuda` build).
+    let bellperson = args.iter().any(|a| a == "--bellperson");
     let real = real::RealBench {
         sector: real_sector,
         partitions: list("--real-partitions", &[2]).first().copied().unwrap_or(2) as usize,
         proofs: list("--real-proofs", &[0]).first().copied().unwrap_or(0) as usize,
         concurrency: list("--real-concurrency", &[2, 3]).iter().map(|&c| c as usize).collect(),
         caps: list("--real-vram-caps", &[]).iter().map(|&c| c as usize).collect(),
+        bellperson,
     };
     // --only partition: the 32 GiB-shaped partition bench alone.
     let run_partition = only.as_deref() == Some("partition");
@@ -763,7 +771,7 @@ fn main() {
         }
     }
     if run_real {
-        if let Err(e) = real::bench(&mut report, &real) {
+        if let Err(e) = real::bench(gpu.clone(), &mut report, &real) {
             report.check(format!("real-circuit bench aborted: {e}"), false);
         }
     }
@@ -801,7 +809,9 @@ fn main() {
         }
     }
     if run_post {
-        if let Err(e) = post::bench(&mut report, &post_types, post_proofs, proof_dir.as_deref()) {
+        if let Err(e) =
+            post::bench(gpu.clone(), &mut report, &post_types, post_proofs, proof_dir.as_deref(), bellperson)
+        {
             report.check(format!("PoSt bench aborted: {e}"), false);
         }
     }
@@ -811,12 +821,14 @@ fn main() {
         }
     }
     if run_update {
-        if let Err(e) = update::bench(&mut report, &update_types, update_proofs, proof_dir.as_deref()) {
+        if let Err(e) =
+            update::bench(gpu.clone(), &mut report, &update_types, update_proofs, proof_dir.as_deref(), bellperson)
+        {
             report.check(format!("update bench aborted: {e}"), false);
         }
     }
     if run_daemon {
-        if let Err(e) = daemon::bench(&mut report, &daemon_run) {
+        if let Err(e) = daemon::bench(gpu.clone(), &mut report, &daemon_run) {
             report.check(format!("daemon bench aborted: {e}"), false);
         }
     }

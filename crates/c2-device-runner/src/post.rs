@@ -3,8 +3,9 @@
 //! WindowPoSt partition of the proof type's full sector count, 2349 at
 //! 32 GiB, and a WinningPoSt sector), checked by storage-proofs-post's
 //! vanilla verifier; the native witness against the gadgets' and the
-//! circuit's a·b = c at full size; random Groth16 parameters of the
-//! circuit's lengths (timing only: the proofs do not verify); the proof by
+//! circuit's a·b = c at full size; Groth16 test parameters generated for
+//! the circuit on the GPU (`crate::setup::params_for`; every proof verified
+//! by the facade); the proof by
 //! the witness path (a, b, c on the device from the recorded matrices) and
 //! by the circuit path, bytes equal for the same r, s; then the witness
 //! path's end-to-end time over several proofs.
@@ -15,7 +16,6 @@ use std::time::Instant;
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_synth::{check_satisfied, post_test_partition, ProofInstance};
-use c2_testkit::synthetic::random_parameters_with_lengths;
 use filecoin_proofs_api::RegisteredPoStProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::plan::{PartitionShape, ProofFamily};
@@ -59,45 +59,15 @@ pub fn post_name(rp: RegisteredPoStProof) -> String {
     format!("{kind}-{}", size_name(u64::from(rp.sector_size())))
 }
 
-/// Random Groth16 parameters of `instance`'s circuit lengths (recording
-/// its matrices into `store` for the densities): timing only, proofs over
-/// them do not verify. With a line saying what was made and how long it
-/// took.
-pub fn random_params_of(
-    store: &MatrixStore,
-    instance: &dyn ProofInstance,
-    seed: u64,
-) -> Result<(Parameters<Bls12>, String), String> {
-    let t = Instant::now();
-    let m = store.get(instance, None).map_err(|x| x.to_string())?;
-    let recorded = t.elapsed();
-    let n = m.matrices.parameter_lengths();
-    let t = Instant::now();
-    let params = random_parameters_with_lengths(n.domain, n.inputs, n.aux, n.a, n.b, seed);
-    let mx = &m.matrices;
-    let line = format!(
-        "matrices recorded in {recorded:.1?} ({} constraints, {} inputs, {} aux, A+B+C {} entries); random parameters (h {} / l {} / a {} / b {}) in {:.1?}",
-        mx.constraints(),
-        mx.inputs,
-        mx.aux,
-        mx.a.entries() + mx.b.entries() + mx.c.entries(),
-        n.domain - 1,
-        n.aux,
-        n.a,
-        n.b,
-        t.elapsed()
-    );
-    Ok((params, line))
-}
-
-/// A configuration for timing over random parameters: every worker of
-/// `backend`, matrices from `store`, no vanilla check and no verification
-/// (the proofs cannot verify).
-pub(crate) fn timing_config(backend: &Backend, store: &Arc<MatrixStore>, synthesis: SynthesisPath) -> ProverConfig {
+/// A configuration over every worker of `backend`, matrices from `store`,
+/// no vanilla check (done apart) and verification on: the parameters are
+/// generated for the circuit ([`crate::setup::params_for`]), so the facade
+/// checks every proof against their verifying key before it returns.
+pub(crate) fn verified_config(backend: &Backend, store: &Arc<MatrixStore>, synthesis: SynthesisPath) -> ProverConfig {
     ProverConfig {
         backend: backend.clone(),
         retry_backend: None,
-        verify: false,
+        verify: true,
         check_vanilla_proofs: false,
         synthesis,
         matrices: store.clone(),
@@ -133,7 +103,9 @@ pub(crate) fn witness_vs_circuit(
     }
     if circuit_path {
         r.check(
-            format!("{tag}: witness path's proof bytes == circuit path's (random parameters, same r, s)"),
+            format!(
+                "{tag}: witness path's proof bytes == circuit path's (generated parameters, both verified, same r, s)"
+            ),
             results.len() == 2 && results[0] == results[1] && results[0].len() == 192 * pairs.len(),
         );
     } else {
@@ -142,16 +114,50 @@ pub(crate) fn witness_vs_circuit(
     Ok(results.swap_remove(0))
 }
 
+/// Partition 0 of `instance` proved by bellperson (its CUDA prover when the
+/// runner is built with `bellperson-cuda`, else its CPU prover: minutes at
+/// 32 GiB) with the same parameters and `(r, s)`: its bytes against the
+/// first partition of our verified `proof`. Run it with no backend of ours
+/// holding the device's memory.
+pub(crate) fn versus_bellperson(
+    r: &mut Report,
+    tag: &str,
+    instance: &dyn ProofInstance,
+    params: &Parameters<Bls12>,
+    (rr, ss): (Scalar, Scalar),
+    proof: &[u8],
+) -> Result<(), String> {
+    let which = if cfg!(feature = "bellperson-cuda") { "bellperson 0.27 CUDA" } else { "bellperson 0.27 CPU" };
+    let t = Instant::now();
+    let theirs = instance.bellperson_proofs(params, &[0], &[rr], &[ss]).map_err(|x| x.to_string())?;
+    let wall = t.elapsed().as_secs_f64();
+    let mut bytes = Vec::new();
+    for p in &theirs {
+        p.write(&mut bytes).map_err(|x| x.to_string())?;
+    }
+    let ours = &proof[..porep_c2::SINGLE_PARTITION_PROOF_LEN.min(proof.len())];
+    let line = format!(
+        "{tag} partition 0, {which} (its synthesis + prover; same parameters, r, s): {wall:.2} s; bytes {} ours",
+        if bytes == ours { "==" } else { "!=" }
+    );
+    println!("{line}");
+    r.bench.push(line);
+    r.check(format!("{tag} partition 0: {which}'s proof bytes == ours (generated parameters)"), bytes == ours);
+    Ok(())
+}
+
 /// Runs the checks and timings for each registered PoSt proof, `proofs`
 /// end-to-end proofs each.
 /// With `proof_dir`, the witness path's proof bytes are written there as
 /// `ours-<post_name>.proof` (peer-prove `--post` proves the same circuit
 /// with the same parameters and r, s).
 pub fn bench(
+    gpu: Arc<c2_cuda::Gpu>,
     r: &mut Report,
     types: &[RegisteredPoStProof],
     proofs: usize,
     proof_dir: Option<&std::path::Path>,
+    bellperson: bool,
 ) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
     for &rp in types {
@@ -214,13 +220,12 @@ pub fn bench(
         r.bench.push(line);
 
         let store = Arc::new(MatrixStore::default());
-        let (params, line) = random_params_of(&store, instance.as_ref(), 9)?;
-        println!("post {rp:?}: {line}");
+        let params = crate::setup::params_for(gpu.clone(), r, &store, instance.as_ref(), &format!("post {rp:?}"))?;
         let t = Instant::now();
         let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
         println!("post {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64))];
-        let config = |synthesis| timing_config(&backend, &store, synthesis);
+        let config = |synthesis| verified_config(&backend, &store, synthesis);
         let ours = witness_vs_circuit(r, &format!("post {rp:?}"), instance.as_ref(), &params, &pairs, &config, true)?;
         if let Some(dir) = proof_dir {
             std::fs::write(dir.join(format!("ours-{}.proof", post_name(rp))), &ours).map_err(|x| e(&x))?;
@@ -238,14 +243,19 @@ pub fn bench(
         }
         if !walls.is_empty() {
             let line = format!(
-                "post {rp:?}: end to end (decode, vanilla check, witness, GPU, assembly; random parameters, timing only) {} s per proof",
+                "post {rp:?}: end to end (decode, vanilla check, witness, GPU, assembly, verification) {} s per proof",
                 walls.iter().map(|w| format!("{w:.2}")).collect::<Vec<_>>().join(" / ")
             );
             println!("{line}");
             r.bench.push(line);
         }
-        // The next size's set takes the device memory.
+        // The next size's set (or bellperson's prover) takes the device
+        // memory.
         backend.evict(instance.parameter_id(), &params);
+        drop(backend);
+        if bellperson {
+            versus_bellperson(r, &format!("post {rp:?}"), instance.as_ref(), &params, pairs[0], &ours)?;
+        }
     }
     Ok(())
 }

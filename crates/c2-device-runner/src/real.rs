@@ -1,20 +1,34 @@
 //! The real StackedDrg circuit at full size on the GPU workers (issue 14,
-//! step 8): a valid CC test sector (`c2_synth::cc_sector`; 32 GiB by
-//! default), its first K partitions, random Groth16 parameters of the
-//! circuit's own lengths (no real ones exist here: timing only, the proofs
-//! do not verify), proved through the facade twice in one run with the same
-//! r, s: witness-only synthesis with a, b, c computed on the device from the
-//! recorded matrices, and the circuit path (a, b, c evaluated on the host
-//! and uploaded). Both must give the same bytes. Reports s/partition,
-//! synthesis per partition, GPU kernel-busy and host-to-device bytes.
+//! step 8; verified since issue 41): a valid CC test sector
+//! (`c2_synth::cc_sector`; 32 GiB by default), Groth16 test parameters for
+//! its circuit generated on the GPU from the recorded matrices
+//! ([`crate::setup::generate`], toxic waste from a printed seed: TEST ONLY),
+//! so every proof here verifies. Then:
+//! 1. the first K partitions proved twice with the same r, s: witness-only
+//!    synthesis with a, b, c computed on the device from the recorded
+//!    matrices, and the circuit path (a, b, c evaluated on the host and
+//!    uploaded); same bytes, both verified by the facade;
+//! 2. one whole-sector proof, verified by the facade (every partition
+//!    against the generated verifying key and filecoin-proofs' StackedDrg
+//!    public inputs) and by filecoin-proofs' own `verify_seal` (the
+//!    verifying key written under its production name into a private
+//!    parameter folder);
+//! 3. optionally whole-sector proofs at several concurrencies (verified),
+//!    bellperson on partition 0 with the same parameters, r and s (bytes
+//!    compared; its CUDA prover when built with `bellperson-cuda`), and the
+//!    capped suite.
+//!
+//! Reports s/partition, synthesis per partition, GPU kernel-busy and
+//! host-to-device bytes.
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use blstrs::Scalar;
+use c2_cuda::Gpu;
+use c2_synth::CcSector;
 use c2_synth::{cc_sector, CcSectorConfig, ConstraintMatrices, MatrixError, SynthError, Synthesized};
-use c2_testkit::synthetic::random_parameters_with_lengths;
-use filecoin_proofs_api::RegisteredSealProof;
+use filecoin_proofs_api::{RegisteredSealProof, SectorId};
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::{
     prove_instance, HostBudget, MatrixStore, PipelineConfig, ProofInstance, ProofReport, ProverConfig, SynthesisPath,
@@ -107,6 +121,9 @@ pub struct RealBench {
     pub proofs: usize,
     /// Proofs in flight (`--real-concurrency`), as `c2-bench -c`.
     pub concurrency: Vec<usize>,
+    /// Partition 0 proved by bellperson too, with the same parameters, r
+    /// and s (`--bellperson`): bytes compared with ours.
+    pub bellperson: bool,
     /// Device pool caps in GiB (`--real-vram-caps`; empty: none): the
     /// witness path's partitions again on a backend capped like a 16 or
     /// 24 GB card, streamed parameters page-locked and staged, bytes
@@ -115,10 +132,14 @@ pub struct RealBench {
 }
 
 /// Runs both paths over the first `partitions` partitions of a CC test
-/// sector, then whole-sector proofs at each concurrency.
-pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
+/// sector, one verified whole-sector proof, then what `b` asks for.
+pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String> {
     let (rp, partitions) = (b.sector, b.partitions);
     let e = |x: &dyn std::fmt::Display| x.to_string();
+    // filecoin-proofs reads its parameter folder once per process: set it
+    // before its first call. Only the generated verifying key goes there.
+    let vk_dir = std::env::temp_dir().join("porep-c2-runner-real-vk");
+    std::env::set_var(porep_c2::PARAMETER_CACHE_ENV, &vk_dir);
     let t = Instant::now();
     let s = cc_sector(rp, &CcSectorConfig::default()).map_err(|x| e(&x))?;
     let whole: Arc<dyn ProofInstance> =
@@ -129,23 +150,24 @@ pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
     let store = Arc::new(MatrixStore::default());
     let t = Instant::now();
     let m = store.get(&instance, None).map_err(|x| e(&x))?;
-    let (da, dbi, dba) = &m.densities;
-    let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
-    let domain = m.matrices.constraints().next_power_of_two();
+    let (da, _, _) = &m.densities;
     println!("real {rp:?}: matrices recorded in {:.1?}", t.elapsed());
     let line = zero_blocks(&instance, da).map_err(|x| e(&x))?;
     println!("{line}");
     r.bench.push(line);
-    let t = Instant::now();
-    let (na, nb) = (inputs + da.count_ones(), dbi.count_ones() + dba.count_ones());
-    let params = random_parameters_with_lengths(domain, inputs, aux, na, nb, 7);
-    println!("real {rp:?}: random parameters (h {} / l {aux} / a {na} / b {nb}) in {:.1?}", domain - 1, t.elapsed());
+    let generated = crate::setup::generate(gpu, r, &m.matrices, &format!("real {rp:?} set-up"), 256)?;
+    let params = generated.params;
+    drop(generated.scalars);
+    let vk_path = porep_c2::verifying_key_path(&vk_dir, instance.parameter_id());
+    write_verifying_key(&params.vk, &vk_path).map_err(|x| format!("writing {}: {x}", vk_path.display()))?;
     let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     let t = Instant::now();
     let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
     println!("real {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
-    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); instance.num_partitions()];
+    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); whole.num_partitions()];
     let n_workers = backend.consumers();
+    let domain = m.matrices.constraints().next_power_of_two();
+    let (inputs, aux) = (m.matrices.inputs, m.matrices.aux);
     let mut results = Vec::new();
     for (label, synthesis, item_bytes) in [
         // Host bytes to admit a partition on: the facade's compact-witness
@@ -156,49 +178,144 @@ pub fn bench(r: &mut Report, b: &RealBench) -> Result<(), String> {
     ] {
         // The host has 128 GB; parameters (~47 GB) and matrices (~9 GB) stay.
         let budget = HostBudget::new(40 << 30);
-        let config = ProverConfig {
-            backend: backend.clone(),
-            retry_backend: None,
-            verify: false,
-            check_vanilla_proofs: false,
-            synthesis,
-            matrices: store.clone(),
-            pipeline: PipelineConfig {
-                synthesis_workers: n_workers,
-                host_budget: Some(budget.clone()),
-                item_bytes: item_bytes.min(40 << 30),
-                ..Default::default()
-            },
-            ..ProverConfig::default()
-        };
+        let config = verified_config(&backend, &store, synthesis, n_workers, &budget, item_bytes.min(40 << 30));
         let t = Instant::now();
-        let (bytes, rep) = prove_instance(&instance, &params, &pairs, &config).map_err(|x| e(&x))?;
+        let proved = prove_instance(&instance, &params, &pairs[..instance.num_partitions()], &config);
         let wall = t.elapsed().as_secs_f64();
+        r.check(
+            format!("real {rp:?}, first {partitions} partition(s), {label}: the facade's verifier accepts (generated parameters)"),
+            proved.is_ok(),
+        );
+        let (bytes, rep) = proved.map_err(|x| e(&x))?;
         for p in &rep.partitions {
             println!("  {}", p.timeline());
         }
         let line = format!("{} ({})", summary(label, wall, &rep), host_memory(&budget, &rep.partitions));
         println!("{line}");
-        r.bench.push(format!("{rp:?} {line}"));
+        r.bench.push(format!("{rp:?} {line}, verified in {:.2} s", rep.verify.as_secs_f64()));
         results.push(bytes);
-    }
-    if b.proofs > 0 {
-        throughput(r, b, whole.as_ref(), &params, &store, &backend)?;
-    }
-    if !b.caps.is_empty() {
-        // The uncapped backend holds the device's memory: give it back.
-        drop(backend);
-        let uncapped = results.first().cloned().unwrap_or_default();
-        capped(r, b, &instance, &params, &store, &pairs, &uncapped)?;
     }
     r.check(
         format!(
-            "real {rp:?}, {} partitions: witness-only path's proof bytes == circuit path's (random parameters, same r, s)",
+            "real {rp:?}, {} partitions: witness-only path's proof bytes == circuit path's (same r, s)",
             instance.num_partitions()
         ),
         results.len() == 2 && results[0] == results[1] && !results[0].is_empty(),
     );
+    let proof = whole_verified(r, &s, whole.as_ref(), &params, &store, &backend, &pairs)?;
+    if b.proofs > 0 {
+        throughput(r, b, whole.as_ref(), &params, &store, &backend)?;
+    }
+    // The backend holds the device's memory: give it back to bellperson's
+    // prover and the capped backends.
+    drop(backend);
+    if b.bellperson {
+        crate::post::versus_bellperson(r, &format!("real {rp:?}"), whole.as_ref(), &params, pairs[0], &proof)?;
+    }
+    if !b.caps.is_empty() {
+        let uncapped = results.first().cloned().unwrap_or_default();
+        capped(r, b, &instance, &params, &store, &pairs[..instance.num_partitions()], &uncapped)?;
+    }
     Ok(())
+}
+
+/// A prover configuration over `backend` with verification on (the
+/// facade checks every partition against the parameters' verifying key and
+/// the instance's public inputs before it returns).
+fn verified_config(
+    backend: &porep_c2::Backend,
+    store: &Arc<MatrixStore>,
+    synthesis: SynthesisPath,
+    synthesis_workers: usize,
+    budget: &Arc<HostBudget>,
+    item_bytes: usize,
+) -> ProverConfig {
+    ProverConfig {
+        backend: backend.clone(),
+        retry_backend: None,
+        verify: true,
+        check_vanilla_proofs: false,
+        synthesis,
+        matrices: store.clone(),
+        pipeline: PipelineConfig {
+            synthesis_workers,
+            host_budget: Some(budget.clone()),
+            item_bytes,
+            ..Default::default()
+        },
+        ..ProverConfig::default()
+    }
+}
+
+/// Writes `vk` to `path` (its folder created): what filecoin-proofs'
+/// `verify_seal` reads from its parameter folder.
+fn write_verifying_key(
+    vk: &bellperson::groth16::VerifyingKey<blstrs::Bls12>,
+    path: &std::path::Path,
+) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
+    vk.write(&mut f)?;
+    std::io::Write::flush(&mut f)
+}
+
+/// One whole-sector proof through the default witness path, verified by
+/// the facade and then by filecoin-proofs' `verify_seal` against the
+/// sector's commitments, ticket and seed. Returns the proof's bytes.
+fn whole_verified(
+    r: &mut Report,
+    s: &CcSector,
+    whole: &dyn ProofInstance,
+    params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+    store: &Arc<MatrixStore>,
+    backend: &porep_c2::Backend,
+    pairs: &[(Scalar, Scalar)],
+) -> Result<Vec<u8>, String> {
+    let rp = s.c1.registered_proof;
+    let budget = HostBudget::new(40 << 30);
+    let config =
+        verified_config(backend, store, SynthesisPath::Matrices { cache_dir: None }, backend.consumers(), &budget, 0);
+    let t = Instant::now();
+    let proved = prove_instance(whole, params, pairs, &config);
+    let wall = t.elapsed().as_secs_f64();
+    r.check(
+        format!("real {rp:?}, whole sector: the facade's verifier accepts every partition (generated parameters)"),
+        proved.is_ok(),
+    );
+    let (bytes, rep) = proved.map_err(|x| x.to_string())?;
+    let t = Instant::now();
+    let c1 = &s.c1;
+    let sealed = filecoin_proofs_api::seal::verify_seal(
+        rp,
+        c1.comm_r,
+        c1.comm_d,
+        s.prover_id,
+        SectorId::from(s.sector_id),
+        c1.ticket,
+        c1.seed,
+        &bytes,
+    );
+    let verify_seal = t.elapsed().as_secs_f64();
+    let line = format!(
+        "{} ({}); facade verify {:.2} s, verify_seal {verify_seal:.2} s: {}",
+        summary(&format!("{rp:?} whole sector, verified"), wall, &rep),
+        host_memory(&budget, &rep.partitions),
+        rep.verify.as_secs_f64(),
+        match &sealed {
+            Ok(true) => "ACCEPTED".to_string(),
+            Ok(false) => "REJECTED".to_string(),
+            Err(x) => format!("error: {x}"),
+        }
+    );
+    println!("{line}");
+    r.bench.push(line);
+    r.check(
+        format!("real {rp:?}, whole sector ({} bytes): filecoin-proofs verify_seal accepts it against the generated verifying key", bytes.len()),
+        matches!(sealed, Ok(true)),
+    );
+    Ok(bytes)
 }
 
 /// How much of L's and A's streamed bases a zero-skipping copy could leave
@@ -276,7 +393,7 @@ fn capped(
             let config = ProverConfig {
                 backend,
                 retry_backend: None,
-                verify: false,
+                verify: true,
                 check_vanilla_proofs: false,
                 synthesis: SynthesisPath::Matrices { cache_dir: None },
                 matrices: store.clone(),
@@ -370,7 +487,7 @@ fn throughput(
         let config = ProverConfig {
             backend: backend.clone(),
             retry_backend: None,
-            verify: false,
+            verify: true,
             check_vanilla_proofs: false,
             matrices: store.clone(),
             pipeline: PipelineConfig {

@@ -1,8 +1,9 @@
 //! SnapDeals updates at full size on the GPU workers (issue 40): test
 //! updates made without a sector (`c2_synth::update_test_sector`: every
 //! partition passes storage-proofs-update's verifier), the circuit's a·b = c
-//! at full size on partition 0, random Groth16 parameters of the circuit's
-//! lengths (timing only: the proofs do not verify), the whole update proved
+//! at full size on partition 0, Groth16 test parameters generated for the
+//! circuit on the GPU (`crate::setup::params_for`; every proof verified by
+//! the facade), the whole update proved
 //! by the witness path (a, b, c on the device from the recorded matrices)
 //! and by the circuit path, bytes equal for the same r, s; then the witness
 //! path's end-to-end time over several proofs.
@@ -16,7 +17,7 @@ use filecoin_proofs_api::RegisteredUpdateProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::{prove_instance, MatrixStore, SynthesisPath};
 
-use crate::post::{random_params_of, timing_config, witness_vs_circuit};
+use crate::post::{verified_config, witness_vs_circuit};
 use crate::Report;
 use rayon::prelude::*;
 
@@ -47,14 +48,17 @@ pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredUpdateProof>, String> {
 /// bytes are written there as `ours-update-<size>.proof` (peer-prove
 /// `--circuit update-<size>` proves the same circuit, parameters, r, s).
 pub fn bench(
+    gpu: Arc<c2_cuda::Gpu>,
     r: &mut Report,
     types: &[RegisteredUpdateProof],
     proofs: usize,
     proof_dir: Option<&std::path::Path>,
+    bellperson: bool,
 ) -> Result<(), String> {
     let e = |x: &dyn std::fmt::Display| x.to_string();
-    let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     for &rp in types {
+        // One backend per size: dropped before bellperson's prover runs.
+        let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
         let t = Instant::now();
         let u = update_test_sector(rp, 7).map_err(|x| e(&x))?;
         let make = |u: &c2_synth::UpdateTestSector| {
@@ -75,8 +79,7 @@ pub fn bench(
         );
 
         let store = Arc::new(MatrixStore::default());
-        let (params, line) = random_params_of(&store, instance.as_ref(), 9)?;
-        println!("update {rp:?}: {line}");
+        let params = crate::setup::params_for(gpu.clone(), r, &store, instance.as_ref(), &format!("update {rp:?}"))?;
         let m = store.get(instance.as_ref(), None).map_err(|x| e(&x))?;
         let constraints = m.matrices.constraints();
 
@@ -113,7 +116,7 @@ pub fn bench(
         let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
         println!("update {rp:?}: parameters preloaded on {resident} worker(s) in {:.1?}", t.elapsed());
         let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); partitions];
-        let config = |synthesis| timing_config(&backend, &store, synthesis);
+        let config = |synthesis| verified_config(&backend, &store, synthesis);
         let ours =
             witness_vs_circuit(r, &format!("update {rp:?}"), instance.as_ref(), &params, &pairs, &config, one_pass)?;
         if let Some(dir) = proof_dir {
@@ -131,13 +134,17 @@ pub fn bench(
         }
         if !walls.is_empty() {
             let line = format!(
-                "update {rp:?}: end to end, {partitions} partitions (decode, vanilla check, witness, GPU, assembly; random parameters, timing only) {} s per proof",
+                "update {rp:?}: end to end, {partitions} partitions (decode, vanilla check, witness, GPU, assembly, verification) {} s per proof",
                 walls.iter().map(|w| format!("{w:.2}")).collect::<Vec<_>>().join(" / ")
             );
             println!("{line}");
             r.bench.push(line);
         }
         backend.evict(instance.parameter_id(), &params);
+        drop(backend);
+        if bellperson {
+            crate::post::versus_bellperson(r, &format!("update {rp:?}"), instance.as_ref(), &params, pairs[0], &ours)?;
+        }
     }
     Ok(())
 }
