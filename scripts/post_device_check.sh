@@ -44,6 +44,9 @@ step() {
     echo "$name: exit $rc, $(( $(date +%s) - t0 )) s, $(grep -E 'checks? passed|PEER|FAIL' "$out/$name.log" | tail -1)" >> "$out/summary.txt"
 }
 runner="$bin/c2-device-runner"
+# bellperson's own log lines (its synthesis and prover times, and a
+# "Falling back to CPU" warning should its GPU refuse) go to the logs.
+export RUST_LOG="${RUST_LOG:-warn,bellperson=info}"
 case "$part" in
 daemon)
     step daemon "${DAEMON_LIMIT:-570}" "$runner" --only daemon --daemon-winning 8 --daemon-c2 4

@@ -16,11 +16,9 @@
 //! bytes written to `--proof-out`. Synthesis and prover times are
 //! bellperson's own ("synthesis time", "prover time" log lines). SupraSeal
 //! reads parameters only from a file: they are written to `--params-file`.
-//! `--circuit window-32g|winning-32g|update-32g` (built with `--features
-//! bellperson-cuda,circuits`) proves a real Filecoin circuit instead: the
-//! device runner's `--only post` / `--only update` test inputs, the first
-//! `K` partitions, random parameters of the circuit's lengths from `--seed`
-//! (the runner's is 9), r = 3, s = 5, so the bytes compare.
+//! (bellperson on the real Filecoin circuits, with parameters generated for
+//! them, runs inside the device runner: `--bellperson` with `--only real`,
+//! `post` or `update` in a runner built with `--features bellperson-cuda`.)
 //! `--vram-free-gib G` first takes all of device 0's free memory but `G` GiB
 //! (one allocation, held until exit), so the peer runs as on a G GB card
 //! (the ballast's context costs a few hundred MB more than a card's own
@@ -33,9 +31,6 @@ use std::time::{Duration, Instant};
 use bellperson::groth16::{create_proof_batch, Proof};
 use blstrs::{Bls12, Scalar};
 use c2_shapes::{median, random_parameters, ShapedCircuit, SyntheticShape};
-
-#[cfg(feature = "circuits")]
-mod circuits;
 
 /// Prints bellperson's log lines and keeps its synthesis / prover times.
 struct Capture {
@@ -95,7 +90,7 @@ fn peer_name() -> Option<&'static str> {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH] [--vram-free-gib G] [--circuit window-32g|winning-32g|update-32g]"
+        "usage: peer-prove [--scale D] [--partitions K] [--reps R] [--seed S] [--params-file PATH] [--proof-out PATH] [--vram-free-gib G]"
     );
     std::process::exit(2)
 }
@@ -131,7 +126,6 @@ fn main() {
     let mut params_file = std::env::temp_dir().join("c2-peer-bench.params");
     let mut proof_out = None;
     let mut vram_free_gib = None;
-    let mut circuit: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let mut val = || args.next().unwrap_or_else(|| usage());
@@ -143,7 +137,6 @@ fn main() {
             "--params-file" => params_file = val().into(),
             "--proof-out" => proof_out = Some(std::path::PathBuf::from(val())),
             "--vram-free-gib" => vram_free_gib = Some(val().parse::<usize>().unwrap_or_else(|_| usage())),
-            "--circuit" => circuit = Some(val()),
             _ => usage(),
         }
     }
@@ -163,10 +156,6 @@ fn main() {
         );
     }
     let cap = vram_free_gib.map_or(String::new(), |g| format!(" [{g} GiB free]"));
-    if let Some(which) = circuit {
-        prove_circuit(name, &which, &cap, partitions, reps, seed, proof_out.as_deref());
-        return;
-    }
     let shape = SyntheticShape::porep_32gib().scaled(scale);
     let t = Instant::now();
     let params = random_parameters(&shape, seed);
@@ -208,34 +197,6 @@ fn main() {
 fn fail(name: &str, what: &str, e: &dyn std::fmt::Display) -> ! {
     eprintln!("peer-prove ({name}): {what}: {e}");
     std::process::exit(1)
-}
-
-/// `--circuit`: a real Filecoin circuit on the runner's test inputs.
-#[cfg(feature = "circuits")]
-fn prove_circuit(
-    name: &str,
-    which: &str,
-    cap: &str,
-    partitions: usize,
-    reps: usize,
-    seed: u64,
-    proof_out: Option<&std::path::Path>,
-) {
-    if cfg!(feature = "supraseal") {
-        fail(name, "--circuit", &"proves through bellperson's Parameters: build with bellperson-cuda");
-    }
-    let t = Instant::now();
-    let job = circuits::CircuitJob::new(which, seed).unwrap_or_else(|e| fail(name, "building the test instance", &e));
-    println!("{name}: {}; test inputs, matrices and random parameters in {:.1?}", job.label, t.elapsed());
-    let timed = timed_reps(name, reps, partitions, || {
-        job.prove(partitions, Scalar::from(3u64), Scalar::from(5u64)).unwrap_or_else(|e| fail(name, "proving", &e))
-    });
-    timed.finish(name, &format!("{cap} | circuit {which}"), partitions, proof_out);
-}
-
-#[cfg(not(feature = "circuits"))]
-fn prove_circuit(name: &str, _: &str, _: &str, _: usize, _: usize, _: u64, _: Option<&std::path::Path>) {
-    fail(name, "--circuit", &"built without the circuits feature (--features bellperson-cuda,circuits)")
 }
 
 /// The proofs of the last rep and the figures of the timed ones.

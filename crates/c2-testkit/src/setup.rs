@@ -437,8 +437,13 @@ pub fn multiply<F: FixedBase>(
         bases.g1(scalars, &done)
     };
     let h = g1_query("h", &q.h)?;
-    let mut ic = g1_query("ic and l", &q.ic_l)?;
-    let l = ic.split_off(q.inputs);
+    // One query for the progress reports, two multiplications: splitting one
+    // result vector (`split_off`) copied L's points, 12.5 GB at 32 GiB, and
+    // held "ic and l" at 9.5 M points/s against H's 22.7 on an H100.
+    progress(SetupStep::Query("ic and l", q.ic_l.len() as u64));
+    let (ic_scalars, l_scalars) = q.ic_l.split_at(q.inputs.min(q.ic_l.len()));
+    let ic = bases.g1(ic_scalars, &done)?;
+    let l = bases.g1(l_scalars, &done)?;
     let a = g1_query("a", &q.a)?;
     let b_g1 = g1_query("b_g1", &q.b)?;
     progress(SetupStep::Query("b_g2", q.b.len() as u64));
