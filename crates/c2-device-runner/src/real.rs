@@ -219,9 +219,9 @@ pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String>
     Ok(())
 }
 
-/// A prover configuration over `backend` with verification on (the
-/// facade checks every partition against the parameters' verifying key and
-/// the instance's public inputs before it returns).
+/// [`crate::post::verified_config`] (verification on) with `synthesis_workers`
+/// and partitions admitted on `budget` at `item_bytes` each (0: the
+/// facade's estimate).
 fn verified_config(
     backend: &porep_c2::Backend,
     store: &Arc<MatrixStore>,
@@ -231,19 +231,13 @@ fn verified_config(
     item_bytes: usize,
 ) -> ProverConfig {
     ProverConfig {
-        backend: backend.clone(),
-        retry_backend: None,
-        verify: true,
-        check_vanilla_proofs: false,
-        synthesis,
-        matrices: store.clone(),
         pipeline: PipelineConfig {
             synthesis_workers,
             host_budget: Some(budget.clone()),
             item_bytes,
             ..Default::default()
         },
-        ..ProverConfig::default()
+        ..crate::post::verified_config(backend, store, synthesis)
     }
 }
 
@@ -390,20 +384,8 @@ fn capped(
                     continue;
                 }
             };
-            let config = ProverConfig {
-                backend,
-                retry_backend: None,
-                verify: true,
-                check_vanilla_proofs: false,
-                synthesis: SynthesisPath::Matrices { cache_dir: None },
-                matrices: store.clone(),
-                pipeline: PipelineConfig {
-                    synthesis_workers: 1,
-                    host_budget: Some(HostBudget::new(40 << 30)),
-                    ..Default::default()
-                },
-                ..ProverConfig::default()
-            };
+            let budget = HostBudget::new(40 << 30);
+            let config = verified_config(&backend, store, SynthesisPath::Matrices { cache_dir: None }, 1, &budget, 0);
             // Twice: the first proof pins (once per process) and plans; the
             // second is the steady state.
             let mut steady = None;
@@ -484,21 +466,8 @@ fn throughput(
         // Witnesses (4.2 GB per 32 GiB partition) in flight for every proof
         // share 40 GiB: parameters and matrices hold ~57 GB of the 128 GB.
         let budget = HostBudget::new(40 << 30);
-        let config = ProverConfig {
-            backend: backend.clone(),
-            retry_backend: None,
-            verify: true,
-            check_vanilla_proofs: false,
-            matrices: store.clone(),
-            pipeline: PipelineConfig {
-                synthesis_workers: backend.consumers(),
-                host_budget: Some(budget.clone()),
-                // The facade's estimate, settled to each partition's size.
-                item_bytes: 0,
-                ..Default::default()
-            },
-            ..ProverConfig::default()
-        };
+        // Item bytes 0: the facade's estimate, settled to each partition's size.
+        let config = verified_config(backend, store, SynthesisPath::default(), backend.consumers(), &budget, 0);
         let next = AtomicUsize::new(0);
         let t = Instant::now();
         let reports = std::thread::scope(|scope| {
