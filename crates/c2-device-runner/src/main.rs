@@ -664,8 +664,8 @@ fn main() {
         })
         .collect();
     // --proof-dir DIR (--only post, --only update): the witness path's proof
-    // of each circuit written as DIR/ours-<window|winning|update>-<size>.proof,
-    // for peer-prove --circuit's bytes.
+    // of each circuit written as DIR/ours-<window|winning|update>-<size>.proof
+    // (for comparison outside the runner; `--bellperson` compares inside it).
     let proof_dir =
         args.iter().position(|a| a == "--proof-dir").and_then(|i| args.get(i + 1)).map(std::path::PathBuf::from);
     // --only update: SnapDeals test updates at full size (--update-sizes

@@ -43,8 +43,7 @@ pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredPoStProof>, String> {
     Ok(out)
 }
 
-/// `2k`, `8m`, `32g`: a sector size as the runner's and peer-prove's
-/// options name it.
+/// `2k`, `8m`, `32g`: a sector size as the runner's options name it.
 pub fn size_name(bytes: u64) -> String {
     match bytes {
         s if s >= 1 << 30 => format!("{}g", s >> 30),
@@ -53,7 +52,7 @@ pub fn size_name(bytes: u64) -> String {
     }
 }
 
-/// `window-32g`, `winning-2k`, ...: peer-prove's `--circuit` names.
+/// `window-32g`, `winning-2k`, ...: the names of `--proof-dir`'s files.
 pub fn post_name(rp: RegisteredPoStProof) -> String {
     let kind = if rp.typ() == filecoin_proofs_api::PoStType::Winning { "winning" } else { "window" };
     format!("{kind}-{}", size_name(u64::from(rp.sector_size())))
@@ -149,8 +148,8 @@ pub(crate) fn versus_bellperson(
 /// Runs the checks and timings for each registered PoSt proof, `proofs`
 /// end-to-end proofs each.
 /// With `proof_dir`, the witness path's proof bytes are written there as
-/// `ours-<post_name>.proof` (peer-prove `--post` proves the same circuit
-/// with the same parameters and r, s).
+/// `ours-<post_name>.proof`; with `bellperson`, partition 0 is proved by
+/// bellperson too and the bytes compared ([`versus_bellperson`]).
 pub fn bench(
     gpu: Arc<c2_cuda::Gpu>,
     r: &mut Report,
@@ -171,7 +170,7 @@ pub fn bench(
         let size = u64::from(rp.sector_size());
         let plan_for = PartitionShape::for_proof(family, size).ok_or_else(|| format!("{rp:?}: no plan"))?;
         let backend = gpu_backend(&GpuBackendConfig { plan_for, ..GpuBackendConfig::default() }).map_err(|x| e(&x))?;
-        // The partition peer-prove --post proves too.
+        // The test partition (the whole circuit of one PoSt proof).
         let t = Instant::now();
         let test = post_test_partition(rp).map_err(|x| e(&x))?;
         let sectors = test.vanilla_proofs.len();

@@ -159,7 +159,7 @@ pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String>
     let params = generated.params;
     drop(generated.scalars);
     let vk_path = porep_c2::verifying_key_path(&vk_dir, instance.parameter_id());
-    write_verifying_key(&params.vk, &vk_path).map_err(|x| format!("writing {}: {x}", vk_path.display()))?;
+    porep_c2::write_verifying_key(&params.vk, &vk_path).map_err(|x| e(&x))?;
     let backend = gpu_backend(&GpuBackendConfig::default()).map_err(|x| e(&x))?;
     let t = Instant::now();
     let resident = backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
@@ -239,20 +239,6 @@ fn verified_config(
         },
         ..crate::post::verified_config(backend, store, synthesis)
     }
-}
-
-/// Writes `vk` to `path` (its folder created): what filecoin-proofs'
-/// `verify_seal` reads from its parameter folder.
-fn write_verifying_key(
-    vk: &bellperson::groth16::VerifyingKey<blstrs::Bls12>,
-    path: &std::path::Path,
-) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut f = std::io::BufWriter::new(std::fs::File::create(path)?);
-    vk.write(&mut f)?;
-    std::io::Write::flush(&mut f)
 }
 
 /// One whole-sector proof through the default witness path, verified by

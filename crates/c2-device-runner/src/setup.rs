@@ -29,7 +29,7 @@ use crate::post::size_name;
 use crate::Report;
 
 /// The seed of the toxic waste (printed with every run).
-pub const WASTE_SEED: u64 = 41;
+const WASTE_SEED: u64 = 41;
 
 /// What `--only setup` runs.
 pub struct SetupRun {

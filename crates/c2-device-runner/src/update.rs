@@ -45,8 +45,9 @@ pub fn proofs_of(sizes: &[&str]) -> Result<Vec<RegisteredUpdateProof>, String> {
 
 /// Runs the checks and timings for each registered update proof, `proofs`
 /// end-to-end proofs each. With `proof_dir`, the witness path's proof
-/// bytes are written there as `ours-update-<size>.proof` (peer-prove
-/// `--circuit update-<size>` proves the same circuit, parameters, r, s).
+/// bytes are written there as `ours-update-<size>.proof`; with
+/// `bellperson`, partition 0 is proved by bellperson too and the bytes
+/// compared (`crate::post::versus_bellperson`).
 pub fn bench(
     gpu: Arc<c2_cuda::Gpu>,
     r: &mut Report,

@@ -72,8 +72,8 @@ pub use filecoin_proofs_api::{ProverId, SectorId};
 pub use filecoin_proofs_api::{RegisteredPoStProof, RegisteredUpdateProof};
 pub use groth16::{check_parameters, prove_synthesized, HostStages};
 pub use params::{
-    params_key, params_path, read_parameters, read_verifying_key, verifying_key_path, write_parameters, ParamsError,
-    ParamsSource, DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV,
+    params_key, params_path, read_parameters, read_verifying_key, verifying_key_path, write_parameters,
+    write_verifying_key, ParamsError, ParamsSource, DEFAULT_PARAMETER_CACHE, PARAMETER_CACHE_ENV,
 };
 pub use params_cache::{parameter_bytes, FileIdentity, ParamsCache};
 pub use post::{prove_window_post, prove_window_post_with_report, prove_winning_post, prove_winning_post_with_report};

@@ -280,6 +280,16 @@ pub fn write_parameters(
     Ok(())
 }
 
+/// Writes a `.vk` file alone (bellperson's verifying key format, what
+/// filecoin-proofs' verifiers read from its cache), its folder created,
+/// renamed into place as [`write_parameters`] does.
+pub fn write_verifying_key(vk: &VerifyingKey<Bls12>, vk_path: &Path) -> Result<(), ParamsError> {
+    if let Some(dir) = vk_path.parent() {
+        std::fs::create_dir_all(dir).map_err(|source| ParamsError::Io { path: vk_path.into(), source })?;
+    }
+    write_then_rename(vk_path, |w| vk.write(w))
+}
+
 /// Writes `path` through `write` into `<path>.partial.<process>.<thread>`,
 /// then renames it into place (atomic on one file system).
 fn write_then_rename(

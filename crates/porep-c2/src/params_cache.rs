@@ -251,6 +251,19 @@ mod tests {
         path
     }
 
+    /// A `.vk` written alone (its folder made) reads back as the same key,
+    /// and equals the head of the parameter file written for the same set.
+    #[test]
+    fn a_verifying_key_written_alone_reads_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let set = params(3, 4);
+        let vk_path = dir.path().join("cache/v28-x.vk");
+        crate::params::write_verifying_key(&set.vk, &vk_path).unwrap();
+        assert_eq!(crate::params::read_verifying_key(&vk_path).unwrap(), set.vk);
+        let params_path = write(dir.path(), "x.params", 3, 4);
+        assert_eq!(crate::params::read_verifying_key(&params_path).unwrap(), set.vk);
+    }
+
     #[test]
     fn a_file_is_read_once_and_shared() {
         let dir = tempfile::tempdir().unwrap();
