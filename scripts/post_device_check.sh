@@ -5,7 +5,7 @@
 # bellperson-cuda` partition 0 is also proved by bellperson's CUDA prover
 # with the same parameters, r and s (bytes compared in the runner).
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -25,7 +25,13 @@
 # verified:       `--only real` at 2 KiB, then 32 GiB: parameters made on
 #                 the GPU, proofs verified (facade and verify_seal), partition
 #                 0 == bellperson's (REAL_SMALL_LIMIT, REAL_LIMIT).
-# WINDOW_LIMIT, UPDATE_LIMIT, DAEMON_LIMIT, SETUP_LIMIT and REAL_LIMIT
+# capped:         `--only real` at 32 GiB, one partition, then the same
+#                 partition on backends capped at 24 and 16 GiB (one worker;
+#                 page-locked or staged parameters, a, b, c streamed or from
+#                 the host): verified, bytes == the uncapped run's.
+# capped-daemon:  `capped`, then `daemon` with 6 WinningPoSt and 2 C2
+#                 proofs.
+# WINDOW_LIMIT, CAPPED_LIMIT, UPDATE_LIMIT, DAEMON_LIMIT, SETUP_LIMIT and REAL_LIMIT
 # (seconds) bound those steps when a call holds several parts.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
 # slow step leaves the call its other steps); OUT/summary.txt has one line
@@ -72,6 +78,13 @@ verified)
     # Issue 41: 2 KiB first (seconds: the whole flow), then 32 GiB.
     step real-2k "${REAL_SMALL_LIMIT:-120}" "$runner" --only real --real-sector 2k --real-partitions 1 --bellperson
     step real-32g "${REAL_LIMIT:-560}" "$runner" --only real --real-sector 32g --real-partitions 1 --bellperson
+    ;;
+capped)
+    step capped-32g "${CAPPED_LIMIT:-560}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16
+    ;;
+capped-daemon)
+    step capped-32g "${CAPPED_LIMIT:-390}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16
+    step daemon "${DAEMON_LIMIT:-190}" "$runner" --only daemon --daemon-winning 6 --daemon-c2 2
     ;;
 *)
     echo "unknown part $part" >&2

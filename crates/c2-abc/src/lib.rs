@@ -33,10 +33,12 @@
 mod chunked;
 #[cfg(feature = "cuda")]
 mod gpu;
+mod repeat;
 
 pub use chunked::{ChunkedMatrices, MatrixChunk, LONG_ROW};
 #[cfg(feature = "cuda")]
 pub use gpu::{AbcStream, DeviceMatrices, GpuAbc, PinnedChunks};
+pub use repeat::{find_repeat, CompactCsr, RepeatedMatrices, RowRepeat};
 
 use blstrs::Scalar;
 pub use c2_core::{CompactWitness, CsrView, MatricesView};

@@ -155,6 +155,7 @@ pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String>
     let line = zero_blocks(&instance, da).map_err(|x| e(&x))?;
     println!("{line}");
     r.bench.push(line);
+    repeated_rows(r, &instance, &m.matrices)?;
     let generated = crate::setup::generate(gpu, r, &m.matrices, &format!("real {rp:?} set-up"), 256)?;
     let params = generated.params;
     drop(generated.scalars);
@@ -216,6 +217,45 @@ pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String>
         let uncapped = results.first().cloned().unwrap_or_default();
         capped(r, b, &instance, &params, &store, &pairs[..instance.num_partitions()], &uncapped)?;
     }
+    Ok(())
+}
+
+/// Issue 42's question: do the challenge blocks' rows repeat (c2-abc's
+/// `find_repeat`), how small is the compact form, and does it give
+/// partition 0's a, b, c exactly (CPU products, full against compact)?
+fn repeated_rows(r: &mut Report, instance: &dyn ProofInstance, m: &c2_synth::ConstraintMatrices) -> Result<(), String> {
+    let rp = instance.sector_size();
+    let t = Instant::now();
+    let Some(compact) = c2_abc::RepeatedMatrices::find(&m.view()) else {
+        r.check(format!("{rp} B sector: the constraint matrices' challenge rows repeat"), false);
+        return Ok(());
+    };
+    let found = t.elapsed();
+    let rep = compact.repeat;
+    let (inputs, aux) = instance.synthesize_compact_witness(0).map_err(|x| x.to_string())?;
+    let aux = aux.expand();
+    let t = Instant::now();
+    let same = (0..3).all(|which| {
+        let full = [&m.a, &m.b, &m.c][which].view();
+        compact.product(which, &inputs, &aux) == c2_abc::product(&full, &m.coeffs, &inputs, &aux)
+    });
+    let line = format!(
+        "{rp} B sector matrices: rows {}..{} are {} blocks of {} rows (inputs from {} by {}, aux from {} by {}), found in {found:.1?}; compact form {:.3} GB of {:.2} GB; products compared in {:.1?}",
+        rep.first_row,
+        rep.end_row(),
+        rep.blocks,
+        rep.block_rows,
+        rep.input_from,
+        rep.input_step,
+        rep.aux_from,
+        rep.aux_step,
+        compact.bytes() as f64 / 1e9,
+        m.bytes() as f64 / 1e9,
+        t.elapsed()
+    );
+    println!("{line}");
+    r.bench.push(line);
+    r.check(format!("{rp} B sector: a, b, c from the repeated rows == from the full matrices (partition 0)"), same);
     Ok(())
 }
 

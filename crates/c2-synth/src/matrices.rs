@@ -667,6 +667,26 @@ mod tests {
         assert!(a == p.a && b == p.b && c == p.c, "A·z, B·z, C·z == synthesis");
         let (da, dbi, dba) = m.densities();
         assert!(da == p.a_aux_density && dbi == p.b_input_density && dba == p.b_aux_density, "densities");
+        // The two challenges' rows repeat (c2-abc's repeat module): kept
+        // once, they give the same a, b, c.
+        let compact = c2_abc::RepeatedMatrices::find(&m.view()).expect("the challenge blocks repeat");
+        let rep = compact.repeat;
+        assert!(rep.blocks >= 2 && rep.end_row() == m.constraints() - m.inputs, "{rep:?}");
+        for (which, full) in [&a, &b, &c].into_iter().enumerate() {
+            assert!(compact.product(which, &p.input_assignment, &p.aux_assignment) == *full, "matrix {which}");
+        }
+        eprintln!(
+            "2 KiB matrices repeat: {} blocks of {} rows from row {} (inputs from {} by {}, aux from {} by {}); {:.1} of {:.1} MB kept",
+            rep.blocks,
+            rep.block_rows,
+            rep.first_row,
+            rep.input_from,
+            rep.input_step,
+            rep.aux_from,
+            rep.aux_step,
+            compact.bytes() as f64 / 1e6,
+            m.bytes() as f64 / 1e6
+        );
         // Coefficients are few (deduplicated); entries are many.
         assert!(
             m.coeffs.len() < 2000 && m.a.entries() > 1_000_000,
