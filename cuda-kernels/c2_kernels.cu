@@ -70,14 +70,18 @@ extern "C" __global__ void c2_sub_scale(fr_t* a, const fr_t* c, const fr_t* zinv
 
 extern "C" __global__ void c2_abc_rows(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
                                        const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
-                                       uint64_t rows, uint32_t one_index, uint64_t out_len) {
-    abc::rows_product(out, row_starts, cols, coeff_index, coeffs, z, rows, one_index, out_len);
+                                       uint64_t rows, uint32_t one_index, uint64_t out_len, uint64_t input_rule,
+                                       uint64_t aux_rule, uint64_t inputs_block) {
+    abc::rows_product(out, row_starts, cols, coeff_index, coeffs, z, rows, one_index, out_len,
+                      abc::make_shift(input_rule, aux_rule, inputs_block));
 }
 
 extern "C" __global__ void c2_abc_long_rows(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
                                             const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
-                                            const uint32_t* long_rows, uint64_t n_long, uint32_t one_index) {
-    abc::long_rows_product(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index);
+                                            const uint32_t* long_rows, uint64_t n_long, uint32_t one_index,
+                                            uint64_t input_rule, uint64_t aux_rule, uint64_t inputs_block) {
+    abc::long_rows_product(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index,
+                           abc::make_shift(input_rule, aux_rule, inputs_block));
 }
 
 extern "C" __global__ void c2_abc_unsatisfied(const fr_t* a, const fr_t* b, const fr_t* c, uint64_t n,

@@ -5,7 +5,7 @@
 # bellperson-cuda` partition 0 is also proved by bellperson's CUDA prover
 # with the same parameters, r and s (bytes compared in the runner).
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -31,6 +31,11 @@
 #                 the host): verified, bytes == the uncapped run's.
 # capped-daemon:  `capped`, then `daemon` with 6 WinningPoSt and 2 C2
 #                 proofs.
+# abc-capped:     `--only abc` at 2 KiB and 32 GiB (a, b, c on the GPU from
+#                 full, streamed and repeated matrices == the CPU's), then
+#                 `capped`.
+# window-daemon:  `window` without bellperson (2 proofs), then `daemon` with
+#                 6 WinningPoSt and 2 C2 proofs.
 # WINDOW_LIMIT, CAPPED_LIMIT, UPDATE_LIMIT, DAEMON_LIMIT, SETUP_LIMIT and REAL_LIMIT
 # (seconds) bound those steps when a call holds several parts.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
@@ -81,6 +86,14 @@ verified)
     ;;
 capped)
     step capped-32g "${CAPPED_LIMIT:-560}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16
+    ;;
+abc-capped)
+    step abc "${ABC_LIMIT:-200}" "$runner" --only abc --abc-sectors 2k,32g
+    step capped-32g "${CAPPED_LIMIT:-380}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16
+    ;;
+window-daemon)
+    step window-32g "${WINDOW_LIMIT:-380}" "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 2
+    step daemon "${DAEMON_LIMIT:-200}" "$runner" --only daemon --daemon-winning 6 --daemon-c2 2
     ;;
 capped-daemon)
     step capped-32g "${CAPPED_LIMIT:-390}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16

@@ -21,9 +21,33 @@ namespace abc {
 // entries at 32 GiB against B's 3.2 ms for 130 M).
 constexpr uint32_t LONG_ROW = 32;
 
+// Where a row's columns point in a repeated block (c2-abc's repeat
+// module): block `block` of a run reads block 0's rows with input columns
+// from input_from (below inputs) moved by block * input_step and aux
+// columns from aux_from moved by block * aux_step. Block 0 (every
+// unrepeated row) reads its columns as they are. A 32 GiB partition's 18
+// challenges are one such run: 1/18 of the matrices stays resident.
+struct col_shift {
+    uint32_t inputs, input_from, input_step, aux_from, aux_step, block;
+};
+
+// Unpacked from three kernel arguments: (input_from | input_step << 32),
+// (aux_from | aux_step << 32), (inputs | block << 32).
+__device__ __forceinline__ col_shift make_shift(uint64_t input_rule, uint64_t aux_rule, uint64_t inputs_block) {
+    return col_shift{(uint32_t)inputs_block, (uint32_t)input_rule, (uint32_t)(input_rule >> 32), (uint32_t)aux_rule,
+                     (uint32_t)(aux_rule >> 32), (uint32_t)(inputs_block >> 32)};
+}
+
+__device__ __forceinline__ uint32_t shifted(uint32_t col, const col_shift& s) {
+    if (s.block == 0) return col;
+    if (col >= s.aux_from) return col + s.block * s.aux_step;
+    if (col >= s.input_from && col < s.inputs) return col + s.block * s.input_step;
+    return col;
+}
+
 __device__ __forceinline__ fr_t entry(const uint32_t* cols, const uint32_t* coeff_index, const fr_t* coeffs,
-                                      const fr_t* z, uint32_t k, uint32_t one_index) {
-    const fr_t v = z[cols[k]];
+                                      const fr_t* z, uint32_t k, uint32_t one_index, const col_shift& s) {
+    const fr_t v = z[shifted(cols[k], s)];
     const uint32_t c = coeff_index[k];
     return c == one_index ? v : fr_mul(v, coeffs[c]);
 }
@@ -34,14 +58,15 @@ __device__ __forceinline__ fr_t entry(const uint32_t* cols, const uint32_t* coef
 // padding, written in the same pass).
 __device__ __forceinline__ void rows_product(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
                                              const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
-                                             uint64_t rows, uint32_t one_index, uint64_t out_len) {
+                                             uint64_t rows, uint32_t one_index, uint64_t out_len,
+                                             const col_shift s) {
     for (size_t r = (size_t)blockIdx.x * blockDim.x + threadIdx.x; r < out_len;
          r += (size_t)gridDim.x * blockDim.x) {
         fr_t acc = fr_zero();
         if (r < rows) {
             const uint32_t begin = row_starts[r], end = row_starts[r + 1];
             if (end - begin > LONG_ROW) continue;
-            for (uint32_t k = begin; k < end; k++) acc = fr_add(acc, entry(cols, coeff_index, coeffs, z, k, one_index));
+            for (uint32_t k = begin; k < end; k++) acc = fr_add(acc, entry(cols, coeff_index, coeffs, z, k, one_index, s));
         }
         out[r] = acc;
     }
@@ -52,14 +77,15 @@ __device__ __forceinline__ void rows_product(fr_t* out, const uint32_t* row_star
 // shuffle tree. Field addition is exact, so any order gives the row's value.
 __device__ __forceinline__ void long_rows_product(fr_t* out, const uint32_t* row_starts, const uint32_t* cols,
                                                   const uint32_t* coeff_index, const fr_t* coeffs, const fr_t* z,
-                                                  const uint32_t* long_rows, uint64_t n_long, uint32_t one_index) {
+                                                  const uint32_t* long_rows, uint64_t n_long, uint32_t one_index,
+                                                  const col_shift s) {
     const uint32_t lane = threadIdx.x & 31;
     const size_t warps = (size_t)gridDim.x * blockDim.x / 32;
     for (size_t w = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) / 32; w < n_long; w += warps) {
         const uint32_t r = long_rows[w];
         const uint32_t begin = row_starts[r], end = row_starts[r + 1];
         fr_t acc = fr_zero();
-        for (uint32_t k = begin + lane; k < end; k += 32) acc = fr_add(acc, entry(cols, coeff_index, coeffs, z, k, one_index));
+        for (uint32_t k = begin + lane; k < end; k += 32) acc = fr_add(acc, entry(cols, coeff_index, coeffs, z, k, one_index, s));
         for (int offset = 16; offset > 0; offset >>= 1) {
             fr_t other;
             for (int i = 0; i < (int)(sizeof(acc.val) / sizeof(acc.val[0])); i++)

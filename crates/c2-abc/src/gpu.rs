@@ -13,7 +13,9 @@ use c2_cuda::{
 use ff::Field;
 use rayon::prelude::*;
 
-use crate::{Abc, AbcError, ChunkedMatrices, CompactWitness, CsrView, MatricesView, LONG_ROW};
+use crate::{
+    Abc, AbcError, ChunkedMatrices, CompactWitness, CsrView, MatricesView, RepeatedMatrices, RowRepeat, LONG_ROW,
+};
 
 /// Threads per block of the row kernel.
 const THREADS: u32 = 256;
@@ -41,21 +43,58 @@ impl DeviceCsr {
     }
 }
 
-/// A circuit shape's A, B, C on one device.
+/// The rows of a [`RowRepeat`] on the device: per matrix, block 0's long
+/// rows (block-local) and the rows after the run. The head (the rows up to
+/// and including block 0) is [`DeviceMatrices`]' own CSR.
+struct DeviceRepeat {
+    rule: RowRepeat,
+    template_long: [(DeviceBuffer<u32>, usize); 3],
+    tails: [DeviceCsr; 3],
+}
+
+/// A circuit shape's A, B, C on one device: every row, or (from
+/// [`GpuAbc::upload_repeated`]) the rows up to a repeat's block 0 and
+/// those after it, the repeated blocks read from block 0.
 pub struct DeviceMatrices {
     inputs: usize,
     aux: usize,
+    /// Rows of each matrix.
+    rows: usize,
     coeffs: DeviceBuffer<Scalar>,
     /// Index of the coefficient ONE (u32::MAX when the table has none).
     one_index: u32,
-    /// A, B, C.
+    /// A, B, C (their heads when repeated).
     mats: [DeviceCsr; 3],
+    repeat: Option<DeviceRepeat>,
+}
+
+/// A block's column shift as the row kernels take it: (input_from |
+/// input_step << 32, aux_from | aux_step << 32, inputs | block << 32);
+/// block 0 (all zeros) leaves every column as it is.
+type Shift = (u64, u64, u64);
+
+/// Block 0's shift: columns as they are.
+const NO_SHIFT: Shift = (0, 0, 0);
+
+fn shift_args(rule: &RowRepeat, block: u32) -> Shift {
+    let pack = |lo: u32, hi: u32| u64::from(lo) | u64::from(hi) << 32;
+    (pack(rule.input_from, rule.input_step), pack(rule.aux_from, rule.aux_step), pack(rule.inputs, block))
 }
 
 impl DeviceMatrices {
     /// Device bytes of the three matrices and the coefficient table.
     pub fn bytes(&self) -> usize {
-        self.mats.iter().map(DeviceCsr::bytes).sum::<usize>() + 32 * self.coeffs.len()
+        let repeat = self.repeat.as_ref().map_or(0, |r| {
+            r.tails.iter().map(DeviceCsr::bytes).sum::<usize>()
+                + r.template_long.iter().map(|(b, _)| 4 * b.len()).sum::<usize>()
+        });
+        self.mats.iter().map(DeviceCsr::bytes).sum::<usize>() + 32 * self.coeffs.len() + repeat
+    }
+
+    /// Whether the repeated blocks are read from block 0 (uploaded by
+    /// [`GpuAbc::upload_repeated`]).
+    pub fn is_repeated(&self) -> bool {
+        self.repeat.is_some()
     }
 
     /// Device bytes `view` takes once uploaded (for planning).
@@ -67,7 +106,7 @@ impl DeviceMatrices {
 
     /// Constraints (rows).
     pub fn constraints(&self) -> usize {
-        self.mats[0].rows
+        self.rows
     }
 
     /// (inputs, aux) of the witness this shape takes.
@@ -120,40 +159,91 @@ impl GpuAbc {
     pub fn upload(&self, view: &MatricesView<'_>) -> Result<DeviceMatrices, AbcError> {
         crate::validate(view)?;
         let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
+        let mut mats = Vec::with_capacity(3);
+        for (name, m) in [("A", &view.a), ("B", &view.b), ("C", &view.c)] {
+            mats.push(self.upload_csr(&mut stager, name, m)?);
+        }
+        let mats: [DeviceCsr; 3] = mats.try_into().map_err(|_| AbcError::Malformed("three matrices".into()))?;
+        let (coeffs, one_index) = self.upload_coeffs(&mut stager, view.coeffs)?;
+        let (inputs, aux, rows) = (view.inputs, view.aux, view.constraints());
+        Ok(DeviceMatrices { inputs, aux, rows, coeffs, one_index, mats, repeat: None })
+    }
+
+    /// Uploads the compact form of a shape whose rows repeat (validated
+    /// first): the rows up to and including block 0 and those after the
+    /// run, 1/18 of the full matrices for a 32 GiB partition's 18
+    /// challenges. [`GpuAbc::product_device`] gives the same a, b, c as
+    /// from [`GpuAbc::upload`] of the full matrices.
+    pub fn upload_repeated(&self, m: &RepeatedMatrices) -> Result<DeviceMatrices, AbcError> {
+        m.validate()?;
+        let rule = m.repeat;
+        let head_rows = rule.first_row + rule.block_rows;
+        let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
+        let (mut mats, mut tails, mut template_long) = (Vec::new(), Vec::new(), Vec::new());
+        for (name, x) in ["A", "B", "C"].into_iter().zip(&m.matrices) {
+            let head = CsrView { row_starts: &x.head_starts, cols: &x.head_cols, coeff_index: &x.head_coeffs };
+            let tail = CsrView { row_starts: &x.tail_starts, cols: &x.tail_cols, coeff_index: &x.tail_coeffs };
+            // Block 0's long rows, numbered from its first row.
+            let long: Vec<u32> = (rule.first_row..head_rows)
+                .into_par_iter()
+                .filter(|&r| x.head_starts[r + 1] - x.head_starts[r] > LONG_ROW)
+                .map(|r| (r - rule.first_row) as u32)
+                .collect();
+            let mut d = self.memory.alloc::<u32>(long.len().max(1))?;
+            stager.upload(&mut d, 0, &long)?;
+            stager.stream().synchronize()?;
+            template_long.push((d, long.len()));
+            mats.push(self.upload_csr(&mut stager, name, &head)?);
+            tails.push(self.upload_csr(&mut stager, name, &tail)?);
+        }
+        let three = || AbcError::Malformed("three matrices".into());
+        let mats: [DeviceCsr; 3] = mats.try_into().map_err(|_| three())?;
+        let tails: [DeviceCsr; 3] = tails.try_into().map_err(|_| three())?;
+        let template_long: [(DeviceBuffer<u32>, usize); 3] = template_long.try_into().map_err(|_| three())?;
+        let (coeffs, one_index) = self.upload_coeffs(&mut stager, &m.coeffs)?;
+        let repeat = Some(DeviceRepeat { rule, template_long, tails });
+        Ok(DeviceMatrices { inputs: m.inputs, aux: m.aux, rows: m.rows, coeffs, one_index, mats, repeat })
+    }
+
+    /// One CSR matrix (validated by the caller) with its long-row list, as
+    /// `u32` words through `stager`; returns once on the device.
+    fn upload_csr(&self, stager: &mut Stager, name: &str, m: &CsrView<'_>) -> Result<DeviceCsr, AbcError> {
+        if m.entries() > u32::MAX as usize {
+            return Err(AbcError::Malformed(format!("{name}: {} entries, more than 2^32", m.entries())));
+        }
         let up32 = |stager: &mut Stager, v: &[u32]| -> Result<DeviceBuffer<u32>, GpuError> {
             let mut d = self.memory.alloc::<u32>(v.len().max(1))?;
             stager.upload(&mut d, 0, v)?;
             Ok(d)
         };
-        let mut mats = Vec::with_capacity(3);
-        for (name, m) in [("A", &view.a), ("B", &view.b), ("C", &view.c)] {
-            if m.entries() > u32::MAX as usize {
-                return Err(AbcError::Malformed(format!("{name}: {} entries, more than 2^32", m.entries())));
-            }
-            let starts: Vec<u32> = m.row_starts.iter().map(|&s| s as u32).collect();
-            let long: Vec<u32> = (0..m.rows())
-                .into_par_iter()
-                .filter(|&r| m.row_starts[r + 1] - m.row_starts[r] > LONG_ROW)
-                .map(|r| r as u32)
-                .collect();
-            mats.push(DeviceCsr {
-                row_starts: up32(&mut stager, &starts)?,
-                cols: up32(&mut stager, m.cols)?,
-                coeff_index: up32(&mut stager, m.coeff_index)?,
-                rows: m.rows(),
-                long_rows: up32(&mut stager, &long)?,
-                n_long: long.len(),
-            });
-            // The staged copies of `starts` are queued; it is dropped after
-            // the stream has read it.
-            stager.stream().synchronize()?;
-        }
-        let mut coeffs = self.memory.alloc::<Scalar>(view.coeffs.len().max(1))?;
-        stager.upload(&mut coeffs, 0, view.coeffs)?;
+        let starts: Vec<u32> = m.row_starts.iter().map(|&s| s as u32).collect();
+        let long: Vec<u32> = (0..m.rows())
+            .into_par_iter()
+            .filter(|&r| m.row_starts[r + 1] - m.row_starts[r] > LONG_ROW)
+            .map(|r| r as u32)
+            .collect();
+        let csr = DeviceCsr {
+            row_starts: up32(stager, &starts)?,
+            cols: up32(stager, m.cols)?,
+            coeff_index: up32(stager, m.coeff_index)?,
+            rows: m.rows(),
+            long_rows: up32(stager, &long)?,
+            n_long: long.len(),
+        };
+        // The staged copies of `starts` and `long` are queued; they are
+        // dropped after the stream has read them.
         stager.stream().synchronize()?;
-        let one_index = view.coeffs.iter().position(|c| *c == Scalar::ONE).map_or(u32::MAX, |i| i as u32);
-        let mats: [DeviceCsr; 3] = mats.try_into().map_err(|_| AbcError::Malformed("three matrices".into()))?;
-        Ok(DeviceMatrices { inputs: view.inputs, aux: view.aux, coeffs, one_index, mats })
+        Ok(csr)
+    }
+
+    /// The coefficient table on the device, and the index of ONE in it
+    /// (u32::MAX when absent).
+    fn upload_coeffs(&self, stager: &mut Stager, table: &[Scalar]) -> Result<(DeviceBuffer<Scalar>, u32), AbcError> {
+        let mut coeffs = self.memory.alloc::<Scalar>(table.len().max(1))?;
+        stager.upload(&mut coeffs, 0, table)?;
+        stager.stream().synchronize()?;
+        let one_index = table.iter().position(|c| *c == Scalar::ONE).map_or(u32::MAX, |i| i as u32);
+        Ok((coeffs, one_index))
     }
 
     /// `out[..rows] = M·z` for matrix `which` (0 = A, 1 = B, 2 = C) and
@@ -172,22 +262,56 @@ impl GpuAbc {
         if z.len() < m.inputs + m.aux {
             return Err(AbcError::WitnessShape { inputs: z.len(), aux: 0, want_inputs: m.inputs, want_aux: m.aux });
         }
-        if out.len() < mat.rows {
-            return Err(AbcError::Malformed(format!("output of {} for {} rows", out.len(), mat.rows)));
+        if out.len() < m.rows {
+            return Err(AbcError::Malformed(format!("output of {} for {} rows", out.len(), m.rows)));
         }
-        let csr = RowsArgs {
-            row_starts: mat.row_starts.device_ptr(),
-            cols: mat.cols.device_ptr(),
-            coeff_index: mat.coeff_index.device_ptr(),
-            long_rows: mat.long_rows.device_ptr(),
-            n_long: mat.n_long,
+        let args = |x: &DeviceCsr| RowsArgs {
+            row_starts: x.row_starts.device_ptr(),
+            cols: x.cols.device_ptr(),
+            coeff_index: x.coeff_index.device_ptr(),
+            long_rows: x.long_rows.device_ptr(),
+            n_long: x.n_long,
         };
-        // SAFETY: the matrices were validated at upload (every column < the
-        // witness length checked above, every index < the table, long rows
-        // < rows), `out` holds out.len() >= rows elements.
-        unsafe {
-            self.launch_rows(out.device_ptr(), &csr, m.coeffs.device_ptr(), m.one_index, z, mat.rows, out.len(), stream)
+        let (coeffs, one) = (m.coeffs.device_ptr(), m.one_index);
+        let Some(rep) = &m.repeat else {
+            // SAFETY: the matrices were validated at upload (every column <
+            // the witness length checked above, every index < the table,
+            // long rows < rows), `out` holds out.len() >= rows elements.
+            return unsafe {
+                self.launch_rows(out.device_ptr(), &args(mat), coeffs, one, z, mat.rows, out.len(), NO_SHIFT, stream)
+            };
+        };
+        let rule = &rep.rule;
+        let at = |row: usize| out.device_ptr() + (row * std::mem::size_of::<Scalar>()) as u64;
+        // The head (the rows before the run and block 0) as it is.
+        // SAFETY: validated at upload (`RepeatedMatrices::validate`); `out`
+        // holds m.rows >= the head's rows.
+        unsafe { self.launch_rows(at(0), &args(mat), coeffs, one, z, mat.rows, mat.rows, NO_SHIFT, stream) }?;
+        // Blocks 1.. from block 0's rows (row starts from its first row on,
+        // which index the head's entries), columns shifted.
+        let (long, n_long) = &rep.template_long[which];
+        let block0 = RowsArgs {
+            row_starts: mat.row_starts.device_ptr() + 4 * rule.first_row as u64,
+            long_rows: long.device_ptr(),
+            n_long: *n_long,
+            ..args(mat)
+        };
+        for j in 1..rule.blocks {
+            let row0 = rule.first_row + j * rule.block_rows;
+            let shift = shift_args(rule, j as u32);
+            // SAFETY: block 0's rows were validated at upload, their
+            // columns shifted to the last block included (< z's length,
+            // checked above); `out` holds row0 + block_rows <= m.rows.
+            unsafe {
+                self.launch_rows(at(row0), &block0, coeffs, one, z, rule.block_rows, rule.block_rows, shift, stream)
+            }?;
         }
+        // The rows after the run, and the domain's padding.
+        let tail = &rep.tails[which];
+        let end = rule.end_row();
+        // SAFETY: validated at upload; `out` holds out.len() - end elements
+        // from `end` on, at least the tail's rows.
+        unsafe { self.launch_rows(at(end), &args(tail), coeffs, one, z, tail.rows, out.len() - end, NO_SHIFT, stream) }
     }
 
     /// Queues the row kernels for `rows` rows of one matrix (or chunk)
@@ -198,8 +322,9 @@ impl GpuAbc {
     /// `csr` points at `rows + 1` row starts and the entries and long rows
     /// they index, every column is < `z.len()`, every coefficient index is
     /// in the table at `coeffs`, every long row < `rows`; `out_ptr` holds
-    /// `out_len >= rows` elements; all of it stays valid until `stream` has
-    /// run the kernels.
+    /// `out_len >= rows` elements; every column shifted by `shift` is
+    /// < `z.len()`; all of it stays valid until `stream` has run the
+    /// kernels.
     #[allow(clippy::too_many_arguments)]
     unsafe fn launch_rows(
         &self,
@@ -210,9 +335,11 @@ impl GpuAbc {
         z: &DeviceBuffer<Scalar>,
         rows: usize,
         out_len: usize,
+        shift: Shift,
         stream: &Stream,
     ) -> Result<(), AbcError> {
-        // c2_abc_rows(out, row_starts, cols, coeff_index, coeffs, z, rows, one_index, out_len)
+        // c2_abc_rows(out, row_starts, cols, coeff_index, coeffs, z, rows, one_index, out_len,
+        //             input_rule, aux_rule, inputs_block)
         let args = (
             out_ptr,
             csr.row_starts,
@@ -223,12 +350,15 @@ impl GpuAbc {
             rows as u64,
             one_index,
             out_len as u64,
+            shift.0,
+            shift.1,
+            shift.2,
         );
         // SAFETY: the caller's contract.
         unsafe { self.rows.launch(stream, Launch::new(grid_for(out_len), THREADS), args) }?;
         if csr.n_long > 0 {
-            // c2_abc_long_rows(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index),
-            // after the short rows on the same stream.
+            // c2_abc_long_rows(out, row_starts, cols, coeff_index, coeffs, z, long_rows, n_long, one_index,
+            //                  input_rule, aux_rule, inputs_block), after the short rows on the same stream.
             let args = (
                 out_ptr,
                 csr.row_starts,
@@ -239,6 +369,9 @@ impl GpuAbc {
                 csr.long_rows,
                 csr.n_long as u64,
                 one_index,
+                shift.0,
+                shift.1,
+                shift.2,
             );
             // SAFETY: the caller's contract.
             unsafe { self.long_rows.launch(stream, Launch::new(grid_for(32 * csr.n_long), THREADS), args) }?;
@@ -542,7 +675,17 @@ impl AbcStream<'_> {
             // row0 + rows <= constraints <= out.len() elements. The slot and
             // table live until drop, which waits for these kernels.
             unsafe {
-                self.abc.launch_rows(out_ptr, &csr, self.coeffs.device_ptr(), cm.one_index(), z, c.rows, c.rows, stream)
+                self.abc.launch_rows(
+                    out_ptr,
+                    &csr,
+                    self.coeffs.device_ptr(),
+                    cm.one_index(),
+                    z,
+                    c.rows,
+                    c.rows,
+                    NO_SHIFT,
+                    stream,
+                )
             }?;
             self.consumed[i].record(stream)?;
         }

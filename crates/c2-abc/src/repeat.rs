@@ -292,6 +292,59 @@ impl RepeatedMatrices {
         }
     }
 
+    /// Checks what a device relies on before it reads these rows: the kept
+    /// rows' starts span their entries, every column (block 0's shifted to
+    /// the last block included) lies in z, every coefficient index in the
+    /// table, and the rows add up ([`crate::validate`]'s checks for the
+    /// compact form; the fields are public, so anything may come in).
+    pub fn validate(&self) -> Result<(), crate::AbcError> {
+        let bad = |w: String| Err(crate::AbcError::Malformed(w));
+        let rep = &self.repeat;
+        let width = self.inputs as u64 + self.aux as u64;
+        let head_rows = rep.first_row + rep.block_rows;
+        if rep.blocks < 1 || rep.inputs as usize != self.inputs || rep.end_row() > self.rows {
+            return bad(format!("repeat {rep:?} for {} rows and {} inputs", self.rows, self.inputs));
+        }
+        for (name, x) in ["A", "B", "C"].into_iter().zip(&self.matrices) {
+            for (part, starts, cols, idx, rows) in [
+                ("head", &x.head_starts, &x.head_cols, &x.head_coeffs, head_rows),
+                ("tail", &x.tail_starts, &x.tail_cols, &x.tail_coeffs, self.rows - rep.end_row()),
+            ] {
+                if starts.len() != rows + 1
+                    || starts.first() != Some(&0)
+                    || starts.last() != Some(&(cols.len() as u64))
+                    || cols.len() != idx.len()
+                    || starts.par_windows(2).any(|w| w[1] < w[0])
+                {
+                    return bad(format!("{name} {part}: row starts do not span its entries"));
+                }
+                if let Some(c) = cols.par_iter().find_any(|&&c| c as u64 >= width) {
+                    return bad(format!("{name} {part}: column {c} outside z ({width} values)"));
+                }
+                if let Some(i) = idx.par_iter().find_any(|&&i| i as usize >= self.coeffs.len()) {
+                    return bad(format!("{name} {part}: coefficient index {i} outside the table"));
+                }
+            }
+            // Shifts only grow a column: the last block's is the largest.
+            let block0 = x.head_starts[rep.first_row] as usize..x.head_cols.len();
+            let last = rep.blocks.saturating_sub(1) as u64;
+            let too_far = |c: u32| {
+                let step = if c >= rep.aux_from {
+                    u64::from(rep.aux_step)
+                } else if c >= rep.input_from && c < rep.inputs {
+                    u64::from(rep.input_step)
+                } else {
+                    0
+                };
+                u64::from(c) + last * step >= width
+            };
+            if x.head_cols[block0].par_iter().any(|&c| too_far(c)) {
+                return bad(format!("{name}: a repeated column leaves z in the last block"));
+            }
+        }
+        Ok(())
+    }
+
     /// Bytes kept, all three matrices and the coefficients.
     pub fn bytes(&self) -> usize {
         self.matrices.iter().map(CompactCsr::bytes).sum::<usize>() + 32 * self.coeffs.len()

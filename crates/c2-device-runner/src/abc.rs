@@ -143,6 +143,72 @@ pub fn checks(gpu: std::sync::Arc<Gpu>, r: &mut Report, sectors: &[RegisteredSea
     Ok(())
 }
 
+/// The products from the compact form (issue 42: the challenge blocks'
+/// rows kept once, `c2_abc::RepeatedMatrices`), resident: found, uploaded,
+/// timed by events (second run) and compared with the CPU's full product,
+/// the domain's padding zero over r-1. `full_ms`: the full matrices' times.
+#[allow(clippy::too_many_arguments)]
+fn repeated_products(
+    abc: &GpuAbc,
+    gpu: &std::sync::Arc<Gpu>,
+    r: &mut Report,
+    label: &str,
+    m: &ConstraintMatrices,
+    z: &c2_cuda::DeviceBuffer<Scalar>,
+    out: &mut c2_cuda::DeviceBuffer<Scalar>,
+    want: &c2_abc::Abc,
+    full_ms: [f32; 3],
+) -> Result<(), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let t = Instant::now();
+    let Some(compact) = c2_abc::RepeatedMatrices::find(&m.view()) else {
+        r.check(format!("abc {label}: the matrices' challenge rows repeat"), false);
+        return Ok(());
+    };
+    let t_find = t.elapsed();
+    let t = Instant::now();
+    let d = abc.upload_repeated(&compact).map_err(|x| e(&x))?;
+    let t_up = t.elapsed();
+    let stream = gpu.stream().map_err(|x| e(&x))?;
+    let (start, end) = (gpu.event().map_err(|x| e(&x))?, gpu.event().map_err(|x| e(&x))?);
+    let (n, domain) = (m.constraints(), out.len());
+    let mut ms = [0f32; 3];
+    let mut same = true;
+    for (which, want) in [&want.0, &want.1, &want.2].into_iter().enumerate() {
+        out.upload(0, &vec![-Scalar::ONE; domain], &stream).map_err(|x| e(&x))?;
+        for _ in 0..2 {
+            start.record(&stream).map_err(|x| e(&x))?;
+            abc.product_device(&d, which, z, out, &stream).map_err(|x| e(&x))?;
+            end.record(&stream).map_err(|x| e(&x))?;
+            end.synchronize().map_err(|x| e(&x))?;
+            ms[which] = end.elapsed_ms(&start).map_err(|x| e(&x))?;
+        }
+        let mut back = vec![Scalar::ZERO; domain];
+        out.download(0, &mut back, &stream).map_err(|x| e(&x))?;
+        stream.synchronize().map_err(|x| e(&x))?;
+        same &= back[..n] == want[..] && back[n..].iter().all(|x| bool::from(x.is_zero()));
+    }
+    let rep = compact.repeat;
+    r.check(
+        format!(
+            "abc {label} partition 0: A·z, B·z, C·z from the repeated rows ({} blocks of {} rows from row {}; {:.3} GB on the device against {:.2} GB, found in {t_find:.2?}, uploaded in {t_up:.2?}; A {:.1} / B {:.1} / C {:.1} ms, full matrices {:.1} / {:.1} / {:.1} ms) == CPU, padding zero",
+            rep.blocks,
+            rep.block_rows,
+            rep.first_row,
+            d.bytes() as f64 / 1e9,
+            m.bytes() as f64 / 1e9,
+            ms[0],
+            ms[1],
+            ms[2],
+            full_ms[0],
+            full_ms[1],
+            full_ms[2]
+        ),
+        same,
+    );
+    Ok(())
+}
+
 /// A, B, C streamed in `chunks` (page-locked or not) through an
 /// `AbcStream`: the three products downloaded from an
 /// output of `out_len` elements first filled with r-1 (so the padding
@@ -363,6 +429,8 @@ fn real_sector(abc: &GpuAbc, gpu: &std::sync::Arc<Gpu>, r: &mut Report, rp: Regi
     }
     let label = format!("{rp:?}");
     r.check(format!("abc {label} partition 0 ({n} constraints): GPU A·z, B·z, C·z == CPU"), same);
+    let full_ms = ms;
+    repeated_products(abc, gpu, r, &label, &m, &z, &mut out, &want, full_ms)?;
     // The same products from matrices streamed in the GPU workers' chunks
     // (page-locked, 256 MiB slots), timed with their copies.
     let zv: Vec<Scalar> = inputs.iter().chain(&aux).copied().collect();
