@@ -71,13 +71,41 @@ pub struct ShapeMatrices {
     pub matrices: c2_synth::ConstraintMatrices,
     /// A's aux, B's input and B's aux densities.
     pub densities: (c2_core::Density, c2_core::Density, c2_core::Density),
+    /// The matrices with their repeated blocks kept once, found on first
+    /// use (a GPU worker that keeps them resident; `None`: no repeat).
+    repeated: std::sync::OnceLock<Option<Arc<c2_abc::RepeatedMatrices>>>,
 }
 
 impl ShapeMatrices {
     /// `matrices` of `parameter_id`'s shape with their densities.
     pub fn new(parameter_id: &str, matrices: c2_synth::ConstraintMatrices) -> Self {
         let densities = matrices.densities();
-        Self { parameter_id: parameter_id.to_string(), matrices, densities }
+        Self { parameter_id: parameter_id.to_string(), matrices, densities, repeated: std::sync::OnceLock::new() }
+    }
+
+    /// The compact form of the matrices (`c2_abc::find_repeat`: a
+    /// partition's challenge blocks kept once, about 1/18 of the bytes at
+    /// 32 GiB), found by the first caller, or `None` when no rows repeat.
+    pub fn repeated(&self) -> Option<&Arc<c2_abc::RepeatedMatrices>> {
+        self.repeated
+            .get_or_init(|| {
+                let t = std::time::Instant::now();
+                let found = c2_abc::RepeatedMatrices::find(&self.matrices.view()).map(Arc::new);
+                match &found {
+                    Some(r) => log::info!(
+                        "porep-c2: constraint matrices of {}: {} blocks of {} rows repeat; {:.3} GB kept of {:.2} GB (found in {:.2?})",
+                        self.parameter_id,
+                        r.repeat.blocks,
+                        r.repeat.block_rows,
+                        r.bytes() as f64 / 1e9,
+                        self.matrices.bytes() as f64 / 1e9,
+                        t.elapsed()
+                    ),
+                    None => log::info!("porep-c2: constraint matrices of {}: no repeated rows", self.parameter_id),
+                }
+                found
+            })
+            .as_ref()
     }
 }
 

@@ -714,7 +714,10 @@ enum Input {
 
 /// Where a, b, c come from on the device.
 enum AbcSource {
-    /// The shape's matrices resident on the device; z in the vectors arena.
+    /// The shape's matrices resident on the device (whole, or their
+    /// repeated blocks kept once); z in the vectors arena where the plan
+    /// holds a, b, c on the device, else in the MSM arena while compute_h
+    /// runs.
     Resident(Arc<DeviceMatrices>),
     /// The shape's matrices streamed in chunks; z in the MSM arena while
     /// compute_h runs.
@@ -762,29 +765,42 @@ impl Densities {
 }
 
 impl GpuProver {
-    /// The shape's matrices on this device: uploaded by the first partition
-    /// that needs them (after the parameters, which save more PCIe), or
-    /// `None` when the plan left no room for device a, b, c or the device's
-    /// memory is taken (then a, b, c are computed on the host).
+    /// The shape's matrices on this device, uploaded by the first partition
+    /// that needs them (after the parameters, which save more PCIe): kept
+    /// once per repeated block where the rows repeat (`RepeatedMatrices`:
+    /// a partition's challenge sub-circuits, about 1/18 of the bytes at
+    /// 32 GiB), else whole where the plan holds them. `None` when the plan
+    /// has a, b, c on the host, or under a streamed plan when the rows do
+    /// not repeat, or when the device's memory is taken (then a, b, c come
+    /// from streamed chunks, or from the host). Under a streamed plan the
+    /// compact form takes what the resident parameters left; no matrix
+    /// byte then crosses PCIe per partition.
     fn device_matrices(&self, m: &Arc<ShapeMatrices>) -> Result<Option<Arc<DeviceMatrices>>, Error> {
-        if !self.abc_on_device {
+        if !self.abc_on_device && !self.abc_streamed {
             return Ok(None);
         }
         let mut cache = self.matrices.lock().unwrap_or_else(|p| p.into_inner());
         if let Some((_, d)) = cache.iter().find(|(id, _)| *id == m.parameter_id) {
             return Ok(d.clone());
         }
-        let d = match self.abc.upload(&m.matrices.view()) {
-            Ok(d) => Some(Arc::new(d)),
-            Err(c2_abc::AbcError::Gpu(e)) if e.is_out_of_memory() => {
+        let upload = match (m.repeated(), self.abc_on_device) {
+            (Some(r), _) => Some(self.abc.upload_repeated(r)),
+            (None, true) => Some(self.abc.upload(&m.matrices.view())),
+            (None, false) => None,
+        };
+        let d = match upload {
+            Some(Ok(d)) => Some(Arc::new(d)),
+            Some(Err(c2_abc::AbcError::Gpu(e))) if e.is_out_of_memory() => {
                 log::warn!(
-                    "porep-c2: GPU {}: no room for the constraint matrices of {} ({e}); a, b, c on the host",
+                    "porep-c2: GPU {}: no room for the constraint matrices of {} ({e}); a, b, c {}",
                     self.device,
-                    m.parameter_id
+                    m.parameter_id,
+                    if self.abc_streamed { "from streamed chunks" } else { "on the host" }
                 );
                 None
             }
-            Err(e) => return Err(e.into()),
+            Some(Err(e)) => return Err(e.into()),
+            None => None,
         };
         cache.push((m.parameter_id.clone(), d.clone()));
         Ok(d)
@@ -906,16 +922,18 @@ impl PartitionProver for GpuProver {
             Input::Witness(_, AbcSource::Streamed(c)) => Some(c.clone()),
             _ => None,
         };
-        // z in the vectors arena: the MSMs read the witness from it.
-        let z_resident = !host_abc && chunks.is_none();
+        // z in the vectors arena where the plan holds it there (a, b, c on
+        // the device): the MSMs read the witness from it. Under a streamed
+        // plan z takes the idle MSM arena, whether the products read
+        // streamed chunks or the resident compact matrices.
+        let z_resident = !host_abc && self.abc_on_device;
         let (mut d_a, mut d_b) = (alloc(m)?, alloc(if z_resident { m } else { m.max(n_aux) })?);
         let mut d_w = alloc(if z_resident { n_in + n_aux } else { n_in })?;
-        let (mut z_streamed, mut abc_stream) = match &chunks {
-            Some(c) => (
-                Some(self.scratch.alloc::<Scalar>(n_in + n_aux).map_err(e)?),
-                Some(self.abc.stream_matrices(c, &self.scratch, stager.stream())?),
-            ),
-            None => (None, None),
+        let mut z_streamed =
+            if !host_abc && !z_resident { Some(self.scratch.alloc::<Scalar>(n_in + n_aux).map_err(e)?) } else { None };
+        let mut abc_stream = match &chunks {
+            Some(c) => Some(self.abc.stream_matrices(c, &self.scratch, stager.stream())?),
+            None => None,
         };
         // Declared after the buffers, so dropped before them: on an early
         // return the device finishes what is queued on them first (a pool
