@@ -390,15 +390,17 @@ fn capped(
 ) -> Result<(), String> {
     let rp = b.sector;
     for &cap in &b.caps {
-        for (label, pin, stream_matrices) in [
-            ("page-locked, a, b, c from streamed matrices", 64usize << 30, true),
-            ("page-locked, a, b, c from the host", 64 << 30, false),
-            ("staged, a, b, c from streamed matrices", 0, true),
+        for (label, pin, stream_matrices, repeated_matrices) in [
+            ("page-locked, a, b, c from streamed matrices", 64usize << 30, true, false),
+            ("page-locked, a, b, c from resident repeated matrices", 64 << 30, true, true),
+            ("page-locked, a, b, c from the host", 64 << 30, false, false),
+            ("staged, a, b, c from streamed matrices", 0, true, false),
         ] {
             let mut config = GpuBackendConfig {
                 workers_per_device: 1,
                 pin_streamed_params: pin,
                 stream_matrices,
+                repeated_matrices,
                 ..Default::default()
             };
             config.vram.cap = (cap > 0).then_some(cap << 30);

@@ -91,6 +91,15 @@ pub struct GpuBackendConfig {
     /// computed on the host (12.5 GB of host memory per 32 GiB partition in
     /// flight, ~2.5 s of host work and ~1.8 s of PCIe each). Default true.
     pub stream_matrices: bool,
+    /// Keep a shape's matrices on the device with their repeated blocks
+    /// stored once (`c2_abc::RepeatedMatrices`: a partition's challenge
+    /// sub-circuits, about 1/18 of the 7.34 GB at 32 GiB), in place of the
+    /// whole matrices and, under a streamed plan, in place of the streamed
+    /// chunks when it fits beside the resident parameters (then no matrix
+    /// byte crosses PCIe per partition). Same a, b, c, hence the same
+    /// bytes. Default false until the device runner's capped suite has
+    /// measured it (issue 42).
+    pub repeated_matrices: bool,
     /// Precomputed copies of each resident H query, `(window bits,
     /// copies)` ([`GpuMsm::precompute`]): built on the device by the first
     /// partition of a parameter set (a 2^27 H: ~19 s at (20, 4)), kept
@@ -132,6 +141,7 @@ impl Default for GpuBackendConfig {
             plan_for: PartitionShape::for_sector_size(32 << 30).expect("32 GiB is a registered size"),
             pin_streamed_params: 64 << 30,
             stream_matrices: true,
+            repeated_matrices: false,
             h_copies: None,
             urgent_lane: Some(UrgentLane::default()),
         }
@@ -433,6 +443,9 @@ pub struct GpuProver {
     /// a, b, c on the device from streamed matrix chunks (z and the chunk
     /// slots in the MSM arena during compute_h).
     abc_streamed: bool,
+    /// Matrices kept with their repeated blocks stored once
+    /// ([`GpuBackendConfig::repeated_matrices`]).
+    repeated_matrices: bool,
     /// The device's matrices in chunks (shared by every device).
     chunked: Arc<ChunkedSets>,
     /// The sparse product and the device's matrices by shape (shared by
@@ -505,6 +518,7 @@ impl GpuProver {
             epoch,
             abc_on_device: plan.witness_bytes > 0,
             abc_streamed: plan.abc_streamed,
+            repeated_matrices: config.repeated_matrices,
             chunked,
             abc,
             matrices,
@@ -766,7 +780,8 @@ impl Densities {
 
 impl GpuProver {
     /// The shape's matrices on this device, uploaded by the first partition
-    /// that needs them (after the parameters, which save more PCIe): kept
+    /// that needs them (after the parameters, which save more PCIe): with
+    /// [`GpuBackendConfig::repeated_matrices`], kept
     /// once per repeated block where the rows repeat (`RepeatedMatrices`:
     /// a partition's challenge sub-circuits, about 1/18 of the bytes at
     /// 32 GiB), else whole where the plan holds them. `None` when the plan
@@ -783,7 +798,8 @@ impl GpuProver {
         if let Some((_, d)) = cache.iter().find(|(id, _)| *id == m.parameter_id) {
             return Ok(d.clone());
         }
-        let upload = match (m.repeated(), self.abc_on_device) {
+        let repeated = if self.repeated_matrices { m.repeated() } else { None };
+        let upload = match (repeated, self.abc_on_device) {
             (Some(r), _) => Some(self.abc.upload_repeated(r)),
             (None, true) => Some(self.abc.upload(&m.matrices.view())),
             (None, false) => None,
