@@ -54,15 +54,23 @@ pub struct RowRepeat {
 }
 
 impl RowRepeat {
-    /// Block 0's column `col` in block `block`.
+    /// Block 0's column `col` in block `block` (for a repeat
+    /// [`RepeatedMatrices::validate`] accepts, always a column of z).
     pub fn shift(&self, col: u32, block: u32) -> u32 {
-        if col >= self.aux_from {
-            col + block * self.aux_step
+        self.shift_wide(col, block) as u32
+    }
+
+    /// [`RowRepeat::shift`] without overflow, for checking candidates whose
+    /// steps would leave `u32`.
+    fn shift_wide(&self, col: u32, block: u32) -> u64 {
+        let step = if col >= self.aux_from {
+            self.aux_step
         } else if col >= self.input_from && col < self.inputs {
-            col + block * self.input_step
+            self.input_step
         } else {
-            col
-        }
+            0
+        };
+        u64::from(col) + u64::from(block) * u64::from(step)
     }
 
     /// One past the last repeated row.
@@ -172,7 +180,10 @@ fn check_candidate(m: &MatricesView<'_>, end: usize, block_rows: usize, blocks: 
             ej - sj == e0 - s0
                 && (0..block_rows).all(|r| row(r + 1) - row(r) == row(j * block_rows + r + 1) - row(j * block_rows + r))
                 && x.coeff_index[s0..e0] == x.coeff_index[sj..ej]
-                && x.cols[s0..e0].iter().zip(&x.cols[sj..ej]).all(|(&c0, &cj)| rep.shift(c0, j as u32) == cj)
+                && x.cols[s0..e0]
+                    .iter()
+                    .zip(&x.cols[sj..ej])
+                    .all(|(&c0, &cj)| rep.shift_wide(c0, j as u32) == u64::from(cj))
         })
     });
     same.then_some(rep)
@@ -301,10 +312,17 @@ impl RepeatedMatrices {
         let bad = |w: String| Err(crate::AbcError::Malformed(w));
         let rep = &self.repeat;
         let width = self.inputs as u64 + self.aux as u64;
-        let head_rows = rep.first_row + rep.block_rows;
-        if rep.blocks < 1 || rep.inputs as usize != self.inputs || rep.end_row() > self.rows {
+        if rep.blocks < 1
+            || rep.block_rows < 1
+            || rep.inputs as usize != self.inputs
+            || rep
+                .first_row
+                .checked_add(rep.blocks.checked_mul(rep.block_rows).unwrap_or(usize::MAX))
+                .is_none_or(|end| end > self.rows)
+        {
             return bad(format!("repeat {rep:?} for {} rows and {} inputs", self.rows, self.inputs));
         }
+        let head_rows = rep.first_row + rep.block_rows;
         for (name, x) in ["A", "B", "C"].into_iter().zip(&self.matrices) {
             for (part, starts, cols, idx, rows) in [
                 ("head", &x.head_starts, &x.head_cols, &x.head_coeffs, head_rows),
@@ -327,18 +345,8 @@ impl RepeatedMatrices {
             }
             // Shifts only grow a column: the last block's is the largest.
             let block0 = x.head_starts[rep.first_row] as usize..x.head_cols.len();
-            let last = rep.blocks.saturating_sub(1) as u64;
-            let too_far = |c: u32| {
-                let step = if c >= rep.aux_from {
-                    u64::from(rep.aux_step)
-                } else if c >= rep.input_from && c < rep.inputs {
-                    u64::from(rep.input_step)
-                } else {
-                    0
-                };
-                u64::from(c) + last * step >= width
-            };
-            if x.head_cols[block0].par_iter().any(|&c| too_far(c)) {
+            let last = u32::try_from(rep.blocks - 1).unwrap_or(u32::MAX);
+            if x.head_cols[block0].par_iter().any(|&c| rep.shift_wide(c, last) >= width) {
                 return bad(format!("{name}: a repeated column leaves z in the last block"));
             }
         }
@@ -556,6 +564,26 @@ mod tests {
                 assert_eq!(compact.product(w, &inputs, &aux), crate::product(x, &coeffs, &inputs, &aux));
             }
         }
+    }
+
+    #[test]
+    fn a_compact_form_that_would_read_outside_z_is_refused() {
+        let coeffs = coeffs();
+        let s = shape(5, 4, 12, 11);
+        let good = RepeatedMatrices::find(&matrices(&s, &coeffs)).expect("a repeat");
+        assert!(good.validate().is_ok());
+        let mut more_blocks = good.clone();
+        more_blocks.repeat.blocks += 1; // past the rows
+        assert!(more_blocks.validate().is_err());
+        let mut no_rows = good.clone();
+        no_rows.repeat.block_rows = 0;
+        assert!(no_rows.validate().is_err());
+        let mut long_step = good.clone();
+        long_step.repeat.aux_step = u32::MAX; // the last block's columns leave z
+        assert!(long_step.validate().is_err());
+        let mut bad_col = good;
+        bad_col.matrices[2].tail_cols.push(0);
+        assert!(bad_col.validate().is_err(), "entries beyond the row starts");
     }
 
     #[test]
