@@ -315,10 +315,7 @@ impl RepeatedMatrices {
         if rep.blocks < 1
             || rep.block_rows < 1
             || rep.inputs as usize != self.inputs
-            || rep
-                .first_row
-                .checked_add(rep.blocks.checked_mul(rep.block_rows).unwrap_or(usize::MAX))
-                .is_none_or(|end| end > self.rows)
+            || rep.first_row.checked_add(rep.blocks.saturating_mul(rep.block_rows)).is_none_or(|end| end > self.rows)
         {
             return bad(format!("repeat {rep:?} for {} rows and {} inputs", self.rows, self.inputs));
         }
