@@ -181,8 +181,7 @@ impl GpuAbc {
         let mut stager = Stager::new(&self.gpu, STAGING_BYTES)?;
         let (mut mats, mut tails, mut template_long) = (Vec::new(), Vec::new(), Vec::new());
         for (name, x) in ["A", "B", "C"].into_iter().zip(&m.matrices) {
-            let head = CsrView { row_starts: &x.head_starts, cols: &x.head_cols, coeff_index: &x.head_coeffs };
-            let tail = CsrView { row_starts: &x.tail_starts, cols: &x.tail_cols, coeff_index: &x.tail_coeffs };
+            let (head, tail) = (x.head(), x.tail());
             // Block 0's long rows, numbered from its first row.
             let long: Vec<u32> = (rule.first_row..head_rows)
                 .into_par_iter()

@@ -241,6 +241,16 @@ pub struct CompactCsr {
 }
 
 impl CompactCsr {
+    /// The rows up to and including block 0.
+    pub fn head(&self) -> CsrView<'_> {
+        CsrView { row_starts: &self.head_starts, cols: &self.head_cols, coeff_index: &self.head_coeffs }
+    }
+
+    /// The rows after the repeat.
+    pub fn tail(&self) -> CsrView<'_> {
+        CsrView { row_starts: &self.tail_starts, cols: &self.tail_cols, coeff_index: &self.tail_coeffs }
+    }
+
     fn new(x: &CsrView<'_>, rep: &RowRepeat) -> Self {
         let slice = |from: usize, to: usize| {
             let (s, e) = (x.row_starts[from] as usize, x.row_starts[to] as usize);
@@ -320,26 +330,21 @@ impl RepeatedMatrices {
             return bad(format!("repeat {rep:?} for {} rows and {} inputs", self.rows, self.inputs));
         }
         let head_rows = rep.first_row + rep.block_rows;
-        for (name, x) in ["A", "B", "C"].into_iter().zip(&self.matrices) {
-            for (part, starts, cols, idx, rows) in [
-                ("head", &x.head_starts, &x.head_cols, &x.head_coeffs, head_rows),
-                ("tail", &x.tail_starts, &x.tail_cols, &x.tail_coeffs, self.rows - rep.end_row()),
-            ] {
-                if starts.len() != rows + 1
-                    || starts.first() != Some(&0)
-                    || starts.last() != Some(&(cols.len() as u64))
-                    || cols.len() != idx.len()
-                    || starts.par_windows(2).any(|w| w[1] < w[0])
-                {
-                    return bad(format!("{name} {part}: row starts do not span its entries"));
-                }
-                if let Some(c) = cols.par_iter().find_any(|&&c| c as u64 >= width) {
-                    return bad(format!("{name} {part}: column {c} outside z ({width} values)"));
-                }
-                if let Some(i) = idx.par_iter().find_any(|&&i| i as usize >= self.coeffs.len()) {
-                    return bad(format!("{name} {part}: coefficient index {i} outside the table"));
-                }
+        // The kept rows are matrices of their own: the full matrices'
+        // checks apply to them as they are.
+        let [a, b, c] = &self.matrices;
+        for (part, views, rows) in [
+            ("head", [a.head(), b.head(), c.head()], head_rows),
+            ("tail", [a.tail(), b.tail(), c.tail()], self.rows - rep.end_row()),
+        ] {
+            let [a, b, c] = views;
+            let view = MatricesView { inputs: self.inputs, aux: self.aux, coeffs: &self.coeffs, a, b, c };
+            if a.rows() != rows {
+                return bad(format!("{part}: {} rows kept, the repeat says {rows}", a.rows()));
             }
+            crate::validate(&view).map_err(|e| crate::AbcError::Malformed(format!("{part} rows: {e}")))?;
+        }
+        for (name, x) in ["A", "B", "C"].into_iter().zip(&self.matrices) {
             // Shifts only grow a column: the last block's is the largest.
             let block0 = x.head_starts[rep.first_row] as usize..x.head_cols.len();
             let last = u32::try_from(rep.blocks - 1).unwrap_or(u32::MAX);
@@ -362,11 +367,12 @@ impl RepeatedMatrices {
         let x = &self.matrices[which];
         let rep = &self.repeat;
         let head_rows = rep.first_row + rep.block_rows;
-        let sum = |starts: &[u64], cols: &[u32], idx: &[u32], r: usize, block: u32| {
+        let (head, tail) = (x.head(), x.tail());
+        let sum = |m: &CsrView<'_>, r: usize, block: u32| {
             let mut acc = Scalar::ZERO;
-            for k in starts[r] as usize..starts[r + 1] as usize {
-                let c = self.coeffs[idx[k] as usize];
-                let v = z_at(inputs, aux, rep.shift(cols[k], block));
+            for k in m.row_starts[r] as usize..m.row_starts[r + 1] as usize {
+                let c = self.coeffs[m.coeff_index[k] as usize];
+                let v = z_at(inputs, aux, rep.shift(m.cols[k], block));
                 acc += if c == Scalar::ONE { v } else { v * c };
             }
             acc
@@ -375,12 +381,12 @@ impl RepeatedMatrices {
             .into_par_iter()
             .map(|r| {
                 if r < head_rows {
-                    sum(&x.head_starts, &x.head_cols, &x.head_coeffs, r, 0)
+                    sum(&head, r, 0)
                 } else if r < rep.end_row() {
                     let (j, t) = ((r - rep.first_row) / rep.block_rows, (r - rep.first_row) % rep.block_rows);
-                    sum(&x.head_starts, &x.head_cols, &x.head_coeffs, rep.first_row + t, j as u32)
+                    sum(&head, rep.first_row + t, j as u32)
                 } else {
-                    sum(&x.tail_starts, &x.tail_cols, &x.tail_coeffs, r - rep.end_row(), 0)
+                    sum(&tail, r - rep.end_row(), 0)
                 }
             })
             .collect()
