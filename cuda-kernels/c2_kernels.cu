@@ -126,6 +126,16 @@ extern "C" __global__ void c2_msm_split(const fr_t* scalars, uint64_t n, const u
                counters);
 }
 
+extern "C" __global__ void c2_msm_split_compact(const uint64_t* bits, uint64_t len,
+                                                const uint32_t* full_index, const fr_t* full_value,
+                                                uint64_t nfull, const uint64_t* mask,
+                                                const uint32_t* word_rank, uint64_t lo, uint64_t hi,
+                                                fr_t* others, uint32_t* others_base,
+                                                uint32_t* ones_base, uint32_t* counters) {
+    msm::split_compact(bits, len, full_index, full_value, nfull, mask, word_rank, lo, hi, others,
+                       others_base, ones_base, counters);
+}
+
 // The sort kernels take a pass's windows as (c, w0, wn, k, stride): see
 // msm::PassWindows (k = windows per copy of precomputed bases, stride = bases
 // per copy; k = floor(255 / c) + 1 and stride = 0 without copies).

@@ -5,7 +5,7 @@
 # bellperson-cuda` partition 0 is also proved by bellperson's CUDA prover
 # with the same parameters, r and s (bytes compared in the runner).
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon|msm-capped
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -94,6 +94,10 @@ abc-capped)
 window-daemon)
     step window-32g "${WINDOW_LIMIT:-380}" "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 2
     step daemon "${DAEMON_LIMIT:-200}" "$runner" --only daemon --daemon-winning 6 --daemon-c2 2
+    ;;
+msm-capped)
+    step msm "${MSM_LIMIT:-220}" "$runner" --only msm --quick --skip-bench
+    step capped-32g "${CAPPED_LIMIT:-330}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16
     ;;
 capped-daemon)
     step capped-32g "${CAPPED_LIMIT:-390}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16

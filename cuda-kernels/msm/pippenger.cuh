@@ -93,6 +93,50 @@ __device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, const uin
     }
 }
 
+/// Step 1 from a compact witness (c2_core::CompactWitness): `bits` holds
+/// one bit per variable (its value when 0 or 1), and `nfull` other values
+/// (Montgomery) at their variable indices. Items 0..len are the bits (a set
+/// bit is a one), items len.. the listed values; `mask`, `word_rank`, `lo`,
+/// `hi` and the outputs as in `split`. The lists come out in another order
+/// than `split`'s from the expanded scalars; the MSM's sum does not depend
+/// on it (point addition is exact and commutative).
+__device__ __forceinline__ void split_compact(const uint64_t* bits, uint64_t len, const uint32_t* full_index,
+                                              const fr_t* full_value, uint64_t nfull, const uint64_t* mask,
+                                              const uint32_t* word_rank, uint64_t lo, uint64_t hi,
+                                              fr_t* others, uint32_t* others_base, uint32_t* ones_base,
+                                              uint32_t* counters) {
+    WARP_UNIFORM_LOOP(item, len + nfull) {
+        const bool listed = item >= len && item < len + nfull;
+        uint64_t i = item;
+        bool take = item < len && ((bits[item >> 6] >> (item & 63)) & 1);
+        if (listed) {
+            i = full_index[item - len];
+            take = i < len;
+        }
+        uint64_t base = i;
+        if (take && mask) {
+            const uint64_t w = mask[i >> 6];
+            const uint64_t below = w & ((1ull << (i & 63)) - 1);
+            take = (w >> (i & 63)) & 1;
+            base = word_rank[i >> 6] + __popcll(below);
+        }
+        take = take && base >= lo && base < hi;
+        // A bit item is a one; a listed value is classified as `split` does
+        // (the compact form lists no 0 or 1, but a value is never trusted).
+        fr_t s = fr_zero();
+        if (take && listed) s = fr_unmont(full_value[item - len]);
+        const bool one = take && (!listed || fr_is(s, 1));
+        const bool other = take && listed && !fr_is(s, 1) && !fr_is(s, 0);
+        const uint32_t oi = warp_append(&counters[OTHERS], other);
+        const uint32_t pi = warp_append(&counters[ONES], one);
+        if (other) {
+            others[oi] = s;
+            others_base[oi] = (uint32_t)(base - lo);
+        }
+        if (one) ones_base[pi] = (uint32_t)(base - lo);
+    }
+}
+
 // The bucket holding sorted position p: the last b with off[b] <= p
 // (off: nbk + 1 bucket offsets, non-decreasing).
 __device__ __forceinline__ uint32_t bucket_of(const uint32_t* off, uint32_t nbk, uint64_t p) {

@@ -228,6 +228,8 @@ pub enum KernelId {
     MsmMaskPopc,
     /// MSM: drop zeros and masked-out scalars, list ones, compact the rest.
     MsmSplit,
+    /// MSM: the same from a compact witness (bits and listed values).
+    MsmSplitCompact,
     /// MSM: bucket histogram per window.
     MsmHistogram,
     /// MSM: counting-sort scatter by bucket.
@@ -288,7 +290,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 49] = {
+    pub const ALL: [KernelId; 50] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -309,6 +311,7 @@ impl KernelId {
             Self::ScanAdd,
             Self::MsmMaskPopc,
             Self::MsmSplit,
+            Self::MsmSplitCompact,
             Self::MsmHistogram,
             Self::MsmScatter,
             Self::MsmCoarseCount,
@@ -366,6 +369,7 @@ impl KernelId {
             Self::ScanAdd => "c2_scan_add",
             Self::MsmMaskPopc => "c2_msm_mask_popc",
             Self::MsmSplit => "c2_msm_split",
+            Self::MsmSplitCompact => "c2_msm_split_compact",
             Self::MsmHistogram => "c2_msm_histogram",
             Self::MsmScatter => "c2_msm_scatter",
             Self::MsmCoarseCount => "c2_msm_coarse_count",

@@ -7,8 +7,11 @@ use std::time::Instant;
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use c2_cuda::{DeviceBuffer, Gpu, PinnedRange, PinnedShared};
-use c2_msm::gpu::{BucketSum, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, ScratchShape, Sort, G1, G2};
+use c2_msm::gpu::{
+    BatchScalars, BucketSum, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, MsmScalars, ScratchShape, Sort, G1, G2,
+};
 use c2_msm::{CpuMsm, Density, Msm};
+use c2_synth::CompactWitness;
 use ff::{Field, PrimeField};
 use group::prime::PrimeCurveAffine;
 use group::{Curve, Group};
@@ -280,6 +283,7 @@ where
         .map_err(|e| e.to_string())?;
     r.check(format!("msm {}{tag} n={n} page-locked bases streamed + mask + first base 7", C::PREFIX), got == want_m);
     drop(pinned);
+    batch_suite::<C>(gpu, r, base, tag, &all)?;
     // Runs whose buckets add into one set of totals, with passes of one
     // window each (1.1 windows' budget), and chunks with no full-width
     // scalars (all zero / all one) before and between the others.
@@ -398,6 +402,95 @@ where
         );
     }
     println!("msm {}{tag} precomputed-copies checks: {:.1?}", C::PREFIX, t_copies.elapsed());
+    Ok(())
+}
+
+/// Batched passes over streamed bases (issue 42): one pass of the bases
+/// serves members whose scalars are field elements on the device (with and
+/// without a mask), compact witnesses on the device (PoRep mix with a mask,
+/// all zero, all one, all r - 1), scalars in host memory (shorter than the
+/// bases, r - 1 among them) and an empty vector; chunks of 4099 bases, so
+/// every member's state crosses chunk borders. Each member against the
+/// CPU's MSM of its own scalars; then page-locked bases from a first base,
+/// and slots sized in bytes with scratch given back.
+fn batch_suite<C: Oracle>(
+    gpu: &Arc<Gpu>,
+    r: &mut Report,
+    base: &GpuMsmConfig,
+    tag: &str,
+    all: &[C::Affine],
+) -> Result<(), String> {
+    let e = |e: c2_msm::MsmError| e.to_string();
+    let n = 20_000.min(all.len());
+    let mb = GpuMsm::with_config(gpu.clone(), GpuMsmConfig { stream_chunk: 4099, ..base.clone() }).map_err(e)?;
+    let mask = random_mask(n, 40, 29);
+    let set = mask.count_ones();
+    let full = scalars(n, Mix::Random, 31);
+    let masked = scalars(n, Mix::Random, 33);
+    let porep = scalars(n, Mix::Porep, 37);
+    let mut host = scalars(n - 5000, Mix::Porep, 41);
+    for x in host.iter_mut().step_by(7) {
+        *x = -Scalar::ONE;
+    }
+    let compact_mixes = [Mix::Porep, Mix::Zero, Mix::One, Mix::MinusOne];
+    let compact_scalars: Vec<Vec<Scalar>> =
+        compact_mixes.iter().enumerate().map(|(i, &mix)| scalars(n, mix, 43 + i as u64)).collect();
+    let d_full = mb.upload_scalars(&full).map_err(e)?;
+    let d_masked = mb.upload_scalars(&masked).map_err(e)?;
+    let d_mask = mb.upload_density(&mask).map_err(e)?;
+    let c_porep = mb.upload_compact(&CompactWitness::from_scalars(&porep)).map_err(e)?;
+    let compacts = compact_scalars
+        .iter()
+        .map(|v| mb.upload_compact(&CompactWitness::from_scalars(v)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(e)?;
+    let mut members = vec![
+        ("field elements", BatchScalars::Device(DeviceScalars::montgomery(&d_full).into(), None)),
+        ("field elements + mask 40%", BatchScalars::Device(DeviceScalars::montgomery(&d_masked).into(), Some(&d_mask))),
+        ("compact porep + mask 40%", BatchScalars::Device(MsmScalars::Compact(&c_porep), Some(&d_mask))),
+        ("host, 15000 of 20000, r - 1 every 7th", BatchScalars::Host(&host)),
+        ("host, empty", BatchScalars::Host(&[])),
+    ];
+    let mut want = vec![
+        C::cpu(&all[..n], &full, None),
+        C::cpu(&all[..set], &masked, Some(&mask)),
+        C::cpu(&all[..set], &porep, Some(&mask)),
+        C::cpu(&all[..host.len()], &host, None),
+        C::Projective::identity(),
+    ];
+    let labels = ["compact porep", "compact all zero", "compact all one", "compact all r - 1"];
+    for ((label, c), v) in labels.iter().zip(&compacts).zip(&compact_scalars) {
+        members.push((label, BatchScalars::Device(MsmScalars::Compact(c), None)));
+        want.push(C::cpu(&all[..n], v, None));
+    }
+    let batch: Vec<BatchScalars<'_>> = members.iter().map(|(_, m)| *m).collect();
+    let got = mb.msm_batch_host_bases::<C>(&all[..n], &batch).map_err(e)?;
+    for (i, (label, _)) in members.iter().enumerate() {
+        r.check(
+            format!("msm {}{tag} batch of {} in chunks of 4099: {label}", C::PREFIX, batch.len()),
+            got.get(i) == Some(&want[i]),
+        );
+    }
+    // Page-locked bases from base 7 on, slots sized in bytes (G1 chunks of
+    // 4099 bases), scratch given back after the MSM: two and three members.
+    let first = 7;
+    let mut with_first = vec![C::Affine::identity(); first];
+    with_first.extend_from_slice(&all[..n]);
+    let pinned = PinnedShared::new(gpu, Arc::new(with_first)).map_err(|e| e.to_string())?;
+    let cfg = GpuMsmConfig { stream_slot_bytes: Some(4099 * 96), release_scratch: true, ..base.clone() };
+    let ms = GpuMsm::with_config(gpu.clone(), cfg).map_err(e)?;
+    for k in [2usize, 3] {
+        let pick = [2usize, 3, 0];
+        let batch: Vec<BatchScalars<'_>> = pick[..k].iter().map(|&i| members[i].1).collect();
+        let got = ms.msm_batch_pinned_bases::<C>(&pinned, first, &batch).map_err(e)?;
+        r.check(
+            format!("msm {}{tag} batch of {k}, page-locked bases from base 7, 393 KB slots", C::PREFIX),
+            pick[..k].iter().enumerate().all(|(j, &i)| got.get(j) == Some(&want[i])),
+        );
+    }
+    // A batch of one equals the single MSM's result (the same code path).
+    let single = mb.msm_host_bases::<C>(&all[..n], DeviceScalars::montgomery(&d_masked), Some(&d_mask)).map_err(e)?;
+    r.check(format!("msm {}{tag} single streamed MSM == its batch member", C::PREFIX), single == want[1]);
     Ok(())
 }
 

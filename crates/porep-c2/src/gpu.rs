@@ -39,7 +39,9 @@ use c2_sched::YieldGate;
 use c2_vram::{ResidentSrs, SrsCache, SrsSource, VramConfig, VramPool};
 
 use crate::pins::{HostPins, PinnedSet};
-use crate::plan::{plan_device, plan_device_host_abc, DevicePlan, PartitionShape, MATRIX_SLOT_BYTES, SHARED_SLACK};
+use crate::plan::{
+    keeps_urgent_lane, plan_device, plan_device_host_abc, DevicePlan, PartitionShape, MATRIX_SLOT_BYTES, SHARED_SLACK,
+};
 
 use crate::backend::{Backend, Partition, PartitionJob, PartitionProver, UrgentLane, UrgentWorkers, Witness, Workers};
 use crate::config::ShapeMatrices;
@@ -97,8 +99,12 @@ pub struct GpuBackendConfig {
     /// whole matrices and, under a streamed plan, in place of the streamed
     /// chunks when it fits beside the resident parameters (then no matrix
     /// byte crosses PCIe per partition). Same a, b, c, hence the same
-    /// bytes. Default false until the device runner's capped suite has
-    /// measured it (issue 42).
+    /// bytes. Measured on an H100 (2026-12-07, real 32 GiB partition,
+    /// verified, bytes == the run without it): 18 blocks of 7,237,665 rows,
+    /// 0.41 GB on the device instead of 7.34; at a 24 GiB cap 2.45 s and
+    /// 41.1 GB host-to-device per partition against 2.57 s and 48.5 GB
+    /// with streamed chunks; the product 20.7 ms against 18.6 ms from the
+    /// whole matrices. Default true.
     pub repeated_matrices: bool,
     /// Precomputed copies of each resident H query, `(window bits,
     /// copies)` ([`GpuMsm::precompute`]): built on the device by the first
@@ -141,7 +147,7 @@ impl Default for GpuBackendConfig {
             plan_for: PartitionShape::for_sector_size(32 << 30).expect("32 GiB is a registered size"),
             pin_streamed_params: 64 << 30,
             stream_matrices: true,
-            repeated_matrices: false,
+            repeated_matrices: true,
             h_copies: None,
             urgent_lane: Some(UrgentLane::default()),
         }
@@ -173,22 +179,54 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         let pool = VramPool::new(&gpu, &config.vram).map_err(backend_err)?;
         // The urgent lane's arenas first (its roomy plan: every vector and
         // the matrices of its small shape on the device), so the ordinary
-        // workers are planned on what is left.
-        let lane = match &config.urgent_lane {
-            Some(lane) => {
-                // The plan `plan::lane_bytes` counts.
-                let plan = plan_device(1 << 50, 1, &lane.shape)
-                    .map_err(|source| Error::DeviceTooSmall { device: d, source })?;
-                let vectors = pool.carve(plan.vectors_bytes).map_err(backend_err)?;
-                let msm = pool.carve(plan.msm_bytes).map_err(backend_err)?;
-                Some((plan, vectors, msm))
+        // workers are planned on what is left, unless that would move their
+        // a, b, c to the host (`plan::keeps_urgent_lane`: at a 16 GiB cap
+        // the lane's ~1.5 GB is what z and the matrix chunks need, and a
+        // 32 GiB partition measured 6.1 s with host a, b, c against 2.6 s
+        // streamed, H100 2026-12-07), where urgent proofs take the ordinary
+        // workers' next turns instead.
+        let planner = if config.stream_matrices { plan_device } else { plan_device_host_abc };
+        let budget = pool.budget();
+        let lane_plan = match &config.urgent_lane {
+            // The plan `plan::lane_bytes` counts.
+            Some(lane) => Some(
+                plan_device(1 << 50, 1, &lane.shape).map_err(|source| Error::DeviceTooSmall { device: d, source })?,
+            ),
+            None => None,
+        };
+        let lane_bytes = lane_plan.as_ref().map_or(0, DevicePlan::per_worker);
+        let with_lane = planner(budget.saturating_sub(lane_bytes), wanted, shape);
+        let without = || planner(budget, wanted, shape).map_err(|source| Error::DeviceTooSmall { device: d, source });
+        let (plan, lane_plan) = match (lane_plan, with_lane) {
+            (None, _) => (without()?, None),
+            (Some(lp), Ok(p)) => {
+                let alone = without()?;
+                if keeps_urgent_lane(&p, &alone) {
+                    (p, Some(lp))
+                } else {
+                    log::warn!(
+                        "porep-c2: GPU {d}: no urgent lane: its {:.1} GB would leave the ordinary workers' a, b, c to the host; urgent proofs take their next turns",
+                        lane_bytes as f64 / 1e9
+                    );
+                    (alone, None)
+                }
+            }
+            (Some(_), Err(_)) => {
+                log::warn!(
+                    "porep-c2: GPU {d}: no urgent lane: {:.1} GB does not fit beside one worker; urgent proofs take the ordinary workers' turns",
+                    lane_bytes as f64 / 1e9
+                );
+                (without()?, None)
+            }
+        };
+        let lane = match lane_plan {
+            Some(lp) => {
+                let vectors = pool.carve(lp.vectors_bytes).map_err(backend_err)?;
+                let msm = pool.carve(lp.msm_bytes).map_err(backend_err)?;
+                Some((lp, vectors, msm))
             }
             None => None,
         };
-        let lane_bytes = lane.as_ref().map_or(0, |(p, _, _)| p.per_worker());
-        let plan = if config.stream_matrices { plan_device } else { plan_device_host_abc };
-        let plan = plan(pool.budget().saturating_sub(lane_bytes), wanted, shape)
-            .map_err(|source| Error::DeviceTooSmall { device: d, source })?;
         if plan.workers < wanted {
             log::warn!(
                 "porep-c2: GPU {d}: {:.1} GB holds {} of the {wanted} workers asked for (2^{} partitions need {:.1} GB each beside {:.1} GB of tables)",
@@ -249,8 +287,8 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
     );
     let workers = Workers::new(workers);
     Ok(Backend::Workers(match &config.urgent_lane {
-        Some(lane) => workers.with_urgent(UrgentWorkers::new(urgent, lane.clone())),
-        None => workers,
+        Some(lane) if !urgent.is_empty() => workers.with_urgent(UrgentWorkers::new(urgent, lane.clone())),
+        _ => workers,
     }))
 }
 

@@ -67,6 +67,9 @@ const MSM_SLACK: usize = 96 << 20;
 /// 64 M words, ~30 M entries, so a 32 GiB partition's 7.3 GB arrive in
 /// ~30 chunks of ~5 ms of PCIe each, each computed while the next arrives.
 pub const MATRIX_SLOT_BYTES: usize = 256 << 20;
+/// Most partitions one batched MSM pass over streamed parameters serves
+/// (issue 42): a 32 GiB proof's 10 partitions and a few of the next one's.
+pub const MAX_BATCH: usize = 16;
 
 /// What decides a partition's device memory: its domain, witness and
 /// parameter vector lengths.
@@ -279,6 +282,29 @@ impl PartitionShape {
         self.witness_bytes() + 2 * MATRIX_SLOT_BYTES + compact + (1 << 20) + MSM_SLACK
     }
 
+    /// Device bytes one partition holds as a member of a batched MSM pass
+    /// over streamed parameters (`c2_msm::gpu::GpuMsm::msm_batch_host_bases`)
+    /// with slots of `slot_bytes`: its aux witness in compact form (bits,
+    /// and one value in 32 listed in full: the ~3 % measured on 2 KiB to
+    /// 512 MiB witnesses; a 32 GiB partition's measured 77 MB is less), its
+    /// inputs and density masks, two chunks of H's scalars (they come from
+    /// the host, a chunk per slot, as long as a G1 chunk) and the bucket
+    /// totals of an MSM of several runs (G2's, the larger). 0.95 GB at
+    /// 32 GiB with 0.8 GB slots. An upper bound for planning: the worker
+    /// counts each partition's real compact witness when it forms a batch.
+    pub fn batch_member_bytes(&self, slot_bytes: usize) -> usize {
+        let compact = (self.aux / 8).next_multiple_of(256) + (self.aux / 32) * (4 + SCALAR);
+        let inputs = (self.inputs.max(1) * SCALAR).next_multiple_of(256);
+        let h_chunk = (slot_bytes / G1_POINT).clamp(1, self.bases[0].max(1));
+        let longest = self.bases.iter().copied().max().unwrap_or(0);
+        let runs = longest.div_ceil((slot_bytes / G2_POINT).max(1));
+        compact
+            + inputs
+            + self.mask_bytes()
+            + 2 * (h_chunk * SCALAR).next_multiple_of(256)
+            + totals_bytes(G2_XYZZ, runs)
+    }
+
     /// Device bytes of the three density masks (bit words and per-word ranks).
     fn mask_bytes(&self) -> usize {
         let mask = |bits: usize| {
@@ -363,12 +389,24 @@ pub struct DevicePlan {
     /// [`PartitionShape::streamed_abc_bytes`]): when the matrices do not fit
     /// resident.
     pub abc_streamed: bool,
+    /// Most partitions a worker's batched MSM pass serves when parameters
+    /// stream: as many members ([`PartitionShape::batch_member_bytes`]) as
+    /// its vectors arena holds (idle during the MSMs: H has gone to the
+    /// host and z back to its compact form), at most [`MAX_BATCH`]; 1 when
+    /// every parameter vector is resident (nothing to share).
+    pub max_batch: usize,
 }
 
 impl DevicePlan {
     /// Bytes every worker's arenas take.
     pub fn per_worker(&self) -> usize {
         self.vectors_bytes + self.msm_bytes
+    }
+
+    /// Whether a, b, c are computed on the device (from resident or
+    /// streamed matrices) rather than on the host.
+    pub fn abc_on_device(&self) -> bool {
+        self.matrices_bytes > 0 || self.abc_streamed
     }
 
     /// Bytes one partition moves host-to-device under this plan: the
@@ -386,6 +424,18 @@ impl DevicePlan {
         }
     }
 
+    /// Bytes one partition moves host-to-device under this plan when its
+    /// MSMs run in passes of `batch` partitions: the streamed parameters
+    /// divided among them, plus, in a batch of two or more, H's scalars
+    /// coming back from the host (domain − 1 scalars: 4.3 GB at 32 GiB).
+    pub fn batched_pcie_bytes(&self, shape: &PartitionShape, batch: usize) -> usize {
+        let streamed: usize =
+            shape.parameter_bytes().iter().zip(&self.resident).filter(|(_, &r)| !r).map(|(b, _)| b).sum();
+        let batch = batch.max(1);
+        let h_back = if batch > 1 { shape.bases[0] * SCALAR } else { 0 };
+        self.pcie_bytes(shape) - streamed + streamed / batch + h_back
+    }
+
     /// Bytes of the resident parameter vectors.
     pub fn resident_bytes(&self, shape: &PartitionShape) -> usize {
         shape.parameter_bytes().iter().zip(&self.resident).filter(|(_, &r)| r).map(|(b, _)| b).sum()
@@ -396,7 +446,7 @@ impl DevicePlan {
         let gb = |b: usize| b as f64 / 1e9;
         let resident: Vec<&str> = QUERIES.iter().zip(&self.resident).filter(|(_, &r)| r).map(|(q, _)| *q).collect();
         format!(
-            "{:.1} GB for 2^{} partitions: {} worker(s) x ({:.1} GB vectors + {:.1} GB MSM scratch, {:.2} GB per pass), tables {:.1} GB, parameters resident: {} ({:.1} GB), runs of {}, G1 chunks of {} bases; a, b, c {}; {:.1} GB host-to-device per partition",
+            "{:.1} GB for 2^{} partitions: {} worker(s) x ({:.1} GB vectors + {:.1} GB MSM scratch, {:.2} GB per pass), tables {:.1} GB, parameters resident: {} ({:.1} GB), runs of {}, G1 chunks of {} bases; a, b, c {}; {:.1} GB host-to-device per partition{}",
             gb(self.budget),
             shape.log_domain,
             self.workers,
@@ -416,6 +466,15 @@ impl DevicePlan {
                 "from the host".to_string()
             },
             gb(self.pcie_bytes(shape)),
+            if self.max_batch > 1 {
+                format!(
+                    "; batched MSM passes of up to {} partitions ({:.1} GB each at that batch)",
+                    self.max_batch,
+                    gb(self.batched_pcie_bytes(shape, self.max_batch))
+                )
+            } else {
+                String::new()
+            },
         )
     }
 }
@@ -544,6 +603,17 @@ pub fn lane_bytes(shape: &PartitionShape) -> usize {
     plan_device(1 << 50, 1, shape).map_or(0, |p| p.per_worker())
 }
 
+/// Whether a device keeps its urgent lane, given the ordinary workers' plan
+/// with the lane's bytes taken (`with_lane`) and without (`alone`): unless
+/// the lane moves their a, b, c from the device (resident or streamed
+/// matrices) to the host. At a 16 GiB cap a 32 GiB partition with host a,
+/// b, c measured 6.1 s against 2.6 s from streamed matrices (H100,
+/// 2026-12-07), while an urgent proof without a lane waits at most one
+/// partition of an ordinary worker.
+pub fn keeps_urgent_lane(with_lane: &DevicePlan, alone: &DevicePlan) -> bool {
+    with_lane.abc_on_device() || !alone.abc_on_device()
+}
+
 /// [`plan_device`] with a, b, c never from streamed matrices: resident when
 /// the plan has room for the matrices, else computed on the host (for a
 /// host short of the 7.4 GB the page-locked chunks of a 32 GiB shape take;
@@ -607,6 +677,11 @@ fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize
     let on_device =
         floor == 0 && matrices > 0 && resident == [true; 5] && used + workers * witness + matrices <= budget;
     let (witness, matrices) = if on_device { (witness, matrices) } else { (0, 0) };
+    let max_batch = if resident == [true; 5] {
+        1
+    } else {
+        (vectors / shape.batch_member_bytes(tier.slot).max(1)).clamp(1, MAX_BATCH)
+    };
     let p = DevicePlan {
         budget,
         workers,
@@ -624,6 +699,7 @@ fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize
         tables_bytes: tables,
         resident,
         spare_bytes: 0,
+        max_batch,
     };
     Ok(with_spare(p, shape))
 }
@@ -811,6 +887,73 @@ mod tests {
         // Every resident byte is one less over PCIe.
         let streamed_all = shape.pcie_bytes(&[false; 5]);
         assert_eq!(streamed_all - shape.pcie_bytes(&[true; 5]), params);
+    }
+
+    /// Issue 42: where parameters stream, a worker's MSM passes serve
+    /// several partitions, as many as its vectors arena holds (the 32 GiB
+    /// shape's members ~0.95 GB each against 8.6 GB); where everything is
+    /// resident, one. Every plan's batch fits its vectors arena, and the
+    /// PCIe a partition moves falls with the batch (the streamed
+    /// parameters shared, H's scalars back from the host).
+    #[test]
+    fn batched_passes_take_as_many_partitions_as_the_vectors_arena_holds() {
+        let shape = PartitionShape::for_sector_size(0x8_0000_0000).unwrap();
+        let member = shape.batch_member_bytes(SLOT_BYTES);
+        assert!((900_000_000..1_000_000_000).contains(&member), "{member}");
+        for gib in [16usize, 24] {
+            let p = plan_device(gib * GIB, 1, &shape).unwrap();
+            let what = p.describe(&shape);
+            assert_eq!(
+                p.max_batch,
+                (p.vectors_bytes / shape.batch_member_bytes(p.slot_bytes)).min(MAX_BATCH),
+                "{what}"
+            );
+            assert!(p.max_batch >= 8, "{what}");
+            assert!(what.contains("batched MSM passes of up to"), "{what}");
+            // 47.4 GB of parameters per partition unbatched (16 GiB);
+            // at the batch, at most a fifth of it plus H's 4.3 GB back.
+            let (one, batched) = (p.batched_pcie_bytes(&shape, 1), p.batched_pcie_bytes(&shape, p.max_batch));
+            assert_eq!(one, p.pcie_bytes(&shape), "{what}");
+            let streamed: usize =
+                shape.parameter_bytes().iter().zip(&p.resident).filter(|(_, &r)| !r).map(|(b, _)| b).sum();
+            assert_eq!(one - batched, streamed - streamed / p.max_batch - shape.bases[0] * SCALAR, "{what}");
+            assert!(batched < one && p.batched_pcie_bytes(&shape, 2) < one, "{what}");
+        }
+        // Everything resident: nothing to share.
+        let p = plan_device(80 * GIB, 1, &shape).unwrap();
+        assert_eq!((p.resident, p.max_batch), ([true; 5], 1), "{}", p.describe(&shape));
+        assert!(!p.describe(&shape).contains("batched"));
+        // At every budget and size, a batch fits the arena it runs in.
+        for (size, shape) in shapes() {
+            for gib in [12usize, 16, 24, 40, 80] {
+                let Ok(p) = plan_device(gib * GIB, 1, &shape) else { continue };
+                assert!((1..=MAX_BATCH).contains(&p.max_batch), "{size} at {gib} GiB");
+                if p.max_batch > 1 {
+                    let need = p.max_batch * shape.batch_member_bytes(p.slot_bytes);
+                    assert!(need <= p.vectors_bytes, "{size} at {gib} GiB: {}", p.describe(&shape));
+                }
+            }
+        }
+    }
+
+    /// The urgent lane's bytes (WinningPoSt's roomy plan) come off the
+    /// ordinary workers' budget unless they would push a, b, c to the
+    /// host: at 16 GiB they would (the lane is dropped), at 24 and 80 GiB
+    /// not.
+    #[test]
+    fn the_urgent_lane_never_costs_the_workers_their_device_abc() {
+        let shape = PartitionShape::for_sector_size(0x8_0000_0000).unwrap();
+        let lane = lane_bytes(&PartitionShape::winning_post());
+        assert!((500_000_000..3_000_000_000).contains(&lane), "{lane}");
+        for (gib, keeps) in [(16usize, false), (24, true), (80, true)] {
+            let with_lane = plan_device(gib * GIB - lane, 2, &shape).unwrap();
+            let alone = plan_device(gib * GIB, 2, &shape).unwrap();
+            assert!(alone.abc_on_device(), "{gib} GiB: {}", alone.describe(&shape));
+            assert_eq!(keeps_urgent_lane(&with_lane, &alone), keeps, "{gib} GiB: {}", with_lane.describe(&shape));
+        }
+        // Host a, b, c either way: the lane costs nothing it could keep.
+        let host = plan_device_host_abc(16 * GIB, 1, &shape).unwrap();
+        assert!(!host.abc_on_device() && keeps_urgent_lane(&host, &host));
     }
 
     #[test]

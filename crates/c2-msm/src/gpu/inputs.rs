@@ -32,6 +32,13 @@ impl<'a> DeviceScalars<'a> {
         Self { ptr: buffer.device_ptr(), len: buffer.len(), montgomery: false, _buffer: PhantomData }
     }
 
+    /// `len` Montgomery scalars at the device address `ptr`, which the
+    /// caller keeps allocated and unchanged while the result is used (a
+    /// chunk slot of the streamed MSM).
+    pub(super) fn montgomery_at(ptr: u64, len: usize) -> Self {
+        Self { ptr, len, montgomery: true, _buffer: PhantomData }
+    }
+
     /// The first `len` scalars only (no-op when `len` is larger).
     pub fn prefix(self, len: usize) -> Self {
         Self { len: len.min(self.len), ..self }
@@ -60,6 +67,74 @@ impl<'a> DeviceScalars<'a> {
 
     pub(super) fn montgomery_flag(&self) -> u64 {
         u64::from(self.montgomery)
+    }
+}
+
+/// A compact witness on the device ([`c2_core::CompactWitness`]: one bit
+/// per variable for the values 0 and 1, the other values listed with their
+/// indices), read by the MSM's split as it is: at 32 GiB a partition's
+/// 130.2 M aux scalars are 16 MB of bits and ~3 % listed values instead of
+/// 4.2 GB of field elements, so several partitions' witnesses fit on a
+/// small card at once (the batched passes, [`crate::gpu::GpuMsm::msm_batch_host_bases`]).
+pub struct DeviceCompact {
+    pub(super) bits: DeviceBuffer<u64>,
+    pub(super) index: DeviceBuffer<u32>,
+    pub(super) value: DeviceBuffer<Scalar>,
+    pub(super) len: usize,
+    pub(super) listed: usize,
+}
+
+impl DeviceCompact {
+    /// Variables (= scalars of the MSM).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when it holds no variable.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Device bytes held (bits, indices, values).
+    pub fn bytes(&self) -> usize {
+        8 * self.bits.len() + 4 * self.index.len() + 32 * self.value.len()
+    }
+}
+
+/// The scalars of one MSM on the device: field elements, or a compact
+/// witness.
+#[derive(Clone, Copy)]
+pub enum MsmScalars<'a> {
+    /// Field elements ([`DeviceScalars`]).
+    Full(DeviceScalars<'a>),
+    /// A compact witness ([`DeviceCompact`]).
+    Compact(&'a DeviceCompact),
+}
+
+impl MsmScalars<'_> {
+    /// Number of scalars.
+    pub fn len(&self) -> usize {
+        match self {
+            Self::Full(s) => s.len(),
+            Self::Compact(c) => c.len(),
+        }
+    }
+
+    /// True when there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<'a> From<DeviceScalars<'a>> for MsmScalars<'a> {
+    fn from(s: DeviceScalars<'a>) -> Self {
+        Self::Full(s)
+    }
+}
+
+impl<'a> From<&'a DeviceCompact> for MsmScalars<'a> {
+    fn from(c: &'a DeviceCompact) -> Self {
+        Self::Compact(c)
     }
 }
 

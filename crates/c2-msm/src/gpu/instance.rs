@@ -9,9 +9,10 @@ use c2_cuda::{
 };
 
 use crate::{check_shape, Density, MsmError};
+use c2_core::CompactWitness;
 
 use super::curve::GpuCurve;
-use super::inputs::DeviceDensity;
+use super::inputs::{DeviceCompact, DeviceDensity};
 use super::scratch::{Scratch, Slot};
 use crate::config::GpuMsmConfig;
 
@@ -43,6 +44,7 @@ pub(super) const MAX_BASES: usize = 1 << 31;
 pub(super) struct Kernels {
     pub(super) mask_popc: Kernel,
     pub(super) split: Kernel,
+    pub(super) split_compact: Kernel,
     pub(super) histogram: Kernel,
     pub(super) scatter: Kernel,
     pub(super) coarse_count: Kernel,
@@ -204,6 +206,7 @@ impl GpuMsm {
         let kernels = Kernels {
             mask_popc: k(KernelId::MsmMaskPopc)?,
             split: k(KernelId::MsmSplit)?,
+            split_compact: k(KernelId::MsmSplitCompact)?,
             histogram: k(KernelId::MsmHistogram)?,
             scatter: k(KernelId::MsmScatter)?,
             coarse_count: k(KernelId::MsmCoarseCount)?,
@@ -372,6 +375,25 @@ impl GpuMsm {
             }
         }
         Ok(())
+    }
+
+    /// Uploads a compact witness (pageable host memory; the driver stages
+    /// it): what [`crate::gpu::MsmScalars::Compact`] reads.
+    pub fn upload_compact(&self, w: &CompactWitness) -> Result<DeviceCompact, MsmError> {
+        let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let s = &streams.compute;
+        let (listed, e) = (w.full_index().len(), gpu_err);
+        let mut bits = self.memory.alloc::<u64>(w.bits().len().max(1)).map_err(e)?;
+        let mut index = self.memory.alloc::<u32>(listed.max(1)).map_err(e)?;
+        let mut value = self.memory.alloc::<Scalar>(listed.max(1)).map_err(e)?;
+        if !w.bits().is_empty() {
+            bits.upload(0, w.bits(), s).map_err(e)?;
+        }
+        if listed > 0 {
+            index.upload(0, w.full_index(), s).map_err(e)?;
+            value.upload(0, w.full_value(), s).map_err(e)?;
+        }
+        Ok(DeviceCompact { bits, index, value, len: w.len(), listed })
     }
 
     /// Uploads scalars (pageable host memory; the driver stages them).

@@ -35,6 +35,7 @@ mod tests;
 pub use crate::config::{BucketSum, GpuMsmConfig, Sort};
 pub use crate::plan::{plan_windows, ScratchShape, WindowPlan};
 pub use curve::{GpuCurve, G1, G2};
-pub use inputs::{DeviceDensity, DeviceScalars};
+pub use inputs::{DeviceCompact, DeviceDensity, DeviceScalars, MsmScalars};
 pub use instance::GpuMsm;
 pub use precomputed::PrecomputedBases;
+pub use streaming::BatchScalars;

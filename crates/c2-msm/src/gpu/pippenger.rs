@@ -11,7 +11,7 @@ use group::Group;
 use crate::MsmError;
 
 use super::curve::GpuCurve;
-use super::inputs::{DeviceDensity, DeviceScalars};
+use super::inputs::{DeviceDensity, MsmScalars};
 use super::instance::{
     gpu_err, grid, poisoned, GpuMsm, PlaceLaunch, Streams, CURVE_THREADS, INT_THREADS, SORT_THREADS, SUM_GROUP,
 };
@@ -176,13 +176,15 @@ struct Others<'a> {
 /// 32 GiB partition. Where the totals do not fit (or for a single run),
 /// each run reduces its own windows.
 pub(super) struct RunSum<C: GpuCurve> {
+    /// Which MSM of a batch (its slots in `scratch.runs`; 0 alone).
+    member: usize,
     /// Runs planned, and begun so far.
     runs: usize,
     done: usize,
     /// The window plan of the first run with full-width scalars (the later
     /// runs keep its width c; their passes follow their own counts).
     plan: Option<WindowPlan>,
-    /// Buckets of all runs in `scratch.totals` (else each run reduced its
+    /// Buckets of all runs in the member's totals (else each run reduced its
     /// own windows).
     accumulated: bool,
     /// The windows of a single run, reduced, wait in `scratch.finals`.
@@ -194,24 +196,30 @@ pub(super) struct RunSum<C: GpuCurve> {
 }
 
 impl GpuMsm {
-    /// Starts an MSM of `runs` runs: one zeroed (infinity) ones point per run.
+    /// Starts MSM `member` of a batch (0 alone) of `runs` runs: one zeroed
+    /// (infinity) ones point per run. The members of a batch keep their
+    /// state apart, so their runs may interleave (one chunk of streamed
+    /// bases serving every member before the next chunk).
     pub(super) fn begin<C: GpuCurve>(
         &self,
         streams: &Streams,
         scratch: &mut Scratch,
         runs: usize,
+        member: usize,
     ) -> Result<RunSum<C>, MsmError> {
         let s = &streams.compute;
         let xw = std::mem::size_of::<C::Xyzz>() / 8;
         let runs = runs.max(1);
         // XYZZ infinity has ZZ = 0; all-zero bytes are one.
         scratch
+            .run_slots(member)
             .ones_parts
             .get((&self.memory, s), runs * xw)
             .map_err(gpu_err)?
             .zero_async(0, runs * xw, s)
             .map_err(gpu_err)?;
         Ok(RunSum {
+            member,
             runs,
             done: 0,
             plan: None,
@@ -231,7 +239,7 @@ impl GpuMsm {
         streams: &Streams,
         scratch: &mut Scratch,
         range: &BaseRange,
-        scalars: DeviceScalars<'_>,
+        scalars: MsmScalars<'_>,
         mask: Option<&DeviceDensity>,
         sum: &mut RunSum<C>,
     ) -> Result<(), MsmError> {
@@ -265,25 +273,53 @@ impl GpuMsm {
         let others_base = scratch.others_base.get(g, run).map_err(e)?.device_ptr();
         let ones_base = scratch.ones_base.get(g, run).map_err(e)?.device_ptr();
         let (mask_ptr, rank_ptr) = mask.map_or((0, 0), |m| (m.words.device_ptr(), m.ranks.device_ptr()));
-        // SAFETY: n scalars in, at most n entries per output list.
-        unsafe {
-            self.kernels.split.launch(
-                s,
-                Launch::new(grid(n, INT_THREADS), INT_THREADS),
-                (
-                    scalars.ptr(),
-                    n as u64,
-                    mask_ptr,
-                    rank_ptr,
-                    scalars.montgomery_flag(),
-                    range.lo as u64,
-                    range.hi as u64,
-                    others,
-                    others_base,
-                    ones_base,
-                    counters.device_ptr(),
-                ),
-            )
+        let (lo, hi, counters_ptr) = (range.lo as u64, range.hi as u64, counters.device_ptr());
+        match scalars {
+            // SAFETY: n scalars in, at most one entry per base of the run in
+            // each output list (each base meets one scalar).
+            MsmScalars::Full(f) => unsafe {
+                self.kernels.split.launch(
+                    s,
+                    Launch::new(grid(n, INT_THREADS), INT_THREADS),
+                    (
+                        f.ptr(),
+                        n as u64,
+                        mask_ptr,
+                        rank_ptr,
+                        f.montgomery_flag(),
+                        lo,
+                        hi,
+                        others,
+                        others_base,
+                        ones_base,
+                        counters_ptr,
+                    ),
+                )
+            },
+            // SAFETY: n bits and `listed` values in (indices checked
+            // against n in the kernel); outputs as above: the compact form
+            // holds each variable once, as a set bit or a listed value.
+            MsmScalars::Compact(c) => unsafe {
+                self.kernels.split_compact.launch(
+                    s,
+                    Launch::new(grid(n + c.listed, INT_THREADS), INT_THREADS),
+                    (
+                        c.bits.device_ptr(),
+                        n as u64,
+                        c.index.device_ptr(),
+                        c.value.device_ptr(),
+                        c.listed as u64,
+                        mask_ptr,
+                        rank_ptr,
+                        lo,
+                        hi,
+                        others,
+                        others_base,
+                        ones_base,
+                        counters_ptr,
+                    ),
+                )
+            },
         }
         .map_err(e)?;
         clock.mark("split", s)?;
@@ -306,7 +342,8 @@ impl GpuMsm {
                 )
             }
             .map_err(e)?;
-            let dst = scratch.ones_parts.buf.as_ref().expect("allocated by begin").device_ptr() + (slot * xyzz) as u64;
+            let ones_parts = &scratch.runs[sum.member].ones_parts;
+            let dst = ones_parts.buf.as_ref().expect("allocated by begin").device_ptr() + (slot * xyzz) as u64;
             self.tree_sum::<C>(s, scratch, out, partial, 1, dst)?;
         }
         clock.mark("ones", s)?;
@@ -325,13 +362,13 @@ impl GpuMsm {
                     sum.plan = Some(p);
                     if sum.runs > 1 {
                         let words = p.windows as usize * p.buckets() * xw;
-                        match scratch.totals.get(g, words) {
+                        match scratch.run_slots(sum.member).totals.get(g, words) {
                             Ok(t) => {
                                 t.zero_async(0, words, s).map_err(e)?;
                                 sum.accumulated = true;
                             }
                             // No room beside the passes: each run reduces its own.
-                            Err(err) if err.is_out_of_memory() => scratch.totals = Slot::new(),
+                            Err(err) if err.is_out_of_memory() => scratch.runs[sum.member].totals = Slot::new(),
                             Err(err) => return Err(e(err)),
                         }
                     }
@@ -345,7 +382,7 @@ impl GpuMsm {
             };
             let windows = plan.windows as usize;
             let target = if sum.accumulated {
-                Target::Totals(scratch.totals.buf.as_ref().expect("allocated above").device_ptr())
+                Target::Totals(scratch.runs[sum.member].totals.buf.as_ref().expect("allocated above").device_ptr())
             } else {
                 Target::Windows(scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr() + xyzz as u64)
             };
@@ -390,10 +427,12 @@ impl GpuMsm {
         // Final points: [ones, window 0, window 1, ...] (a single run's
         // windows are in place already).
         let finals = scratch.finals.get(g, (1 + windows) * xw).map_err(e)?.device_ptr();
-        let ones = scratch.ones_parts.buf.as_ref().expect("allocated by begin").device_ptr();
+        let slots = &scratch.runs[sum.member];
+        let ones = slots.ones_parts.buf.as_ref().expect("allocated by begin").device_ptr();
+        let totals = slots.totals.buf.as_ref().map(|t| t.device_ptr());
         self.tree_sum::<C>(s, scratch, ones, sum.runs, 1, finals)?;
         if let (Some(p), true) = (plan, sum.accumulated) {
-            let totals = scratch.totals.buf.as_ref().expect("allocated by run_part").device_ptr();
+            let totals = totals.expect("allocated by run_part");
             self.reduce_windows::<C>(s, scratch, totals, p.windows, p.buckets(), finals + xyzz as u64, &mut clock)?;
         }
         let points = self.collect::<C>(s, scratch, finals, 1 + windows, &mut clock)?;

@@ -71,14 +71,33 @@ pub(super) struct Scratch {
     pub(super) pair_off: [Slot<u32>; 2],
     pub(super) sums: [Slot<u64>; 2],
     pub(super) finals: Slot<u64>,
-    /// An MSM of several runs: each run's ones' point, and the bucket
-    /// totals of every window (XYZZ words; `pippenger::RunSum`).
-    pub(super) ones_parts: Slot<u64>,
-    pub(super) totals: Slot<u64>,
+    /// Per MSM of a batch (one for a single MSM): the state kept across
+    /// its runs (`pippenger::RunSum`).
+    pub(super) runs: Vec<RunSlots>,
     /// Affine results, typed by curve (`DeviceBuffer<C::Affine>`).
     pub(super) affine: AnySlot,
     /// Two upload slots for streamed bases (`DeviceBuffer<C::Affine>`).
     pub(super) stream_bases: [AnySlot; 2],
+    /// Per upload slot, one chunk of scalars for each batch member whose
+    /// scalars are in host memory ([`crate::gpu::BatchScalars::Host`]).
+    pub(super) stream_scalars: [Vec<Slot<Scalar>>; 2],
+}
+
+/// What one MSM keeps across its runs: each run's ones' point, and the
+/// bucket totals of every window (XYZZ words).
+pub(super) struct RunSlots {
+    pub(super) ones_parts: Slot<u64>,
+    pub(super) totals: Slot<u64>,
+}
+
+impl Scratch {
+    /// The run slots of MSM `member` of a batch (made on first use).
+    pub(super) fn run_slots(&mut self, member: usize) -> &mut RunSlots {
+        while self.runs.len() <= member {
+            self.runs.push(RunSlots { ones_parts: Slot::new(), totals: Slot::new() });
+        }
+        &mut self.runs[member]
+    }
 }
 
 /// A reusable device buffer whose element type depends on the curve of the
@@ -132,10 +151,10 @@ impl Scratch {
             pair_off: [Slot::new(), Slot::new()],
             sums: [Slot::new(), Slot::new()],
             finals: Slot::new(),
-            ones_parts: Slot::new(),
-            totals: Slot::new(),
+            runs: Vec::new(),
             affine: AnySlot::default(),
             stream_bases: [AnySlot::default(), AnySlot::default()],
+            stream_scalars: [Vec::new(), Vec::new()],
         }
     }
 }
