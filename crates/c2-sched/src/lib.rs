@@ -43,5 +43,5 @@ pub use budget::{AdmissionError, HostBudget, HostPermit};
 pub use cancel::CancelToken;
 pub use gate::{PriorityGate, Turn};
 pub use host::{on_host_pool, HostLanes, HostPool, HostPoolError};
-pub use pipeline::{JobTiming, Pipeline, PipelineConfig, PipelineOutput, SchedError};
+pub use pipeline::{JobTiming, Pipeline, PipelineConfig, PipelineOutput, Ready, SchedError};
 pub use yield_gate::{Urgent, YieldGate};

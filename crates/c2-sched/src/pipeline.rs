@@ -90,6 +90,21 @@ pub struct JobTiming {
     pub consume: Duration,
     /// Which consumer took it.
     pub consumer: usize,
+    /// How many items that consumer took together with this one, this one
+    /// included ([`Pipeline::run_batched`]; 1 otherwise).
+    pub batch: usize,
+}
+
+/// An item handed to a batch consumer ([`Pipeline::run_batched`]).
+#[derive(Debug)]
+pub struct Ready<I> {
+    /// The item's index.
+    pub index: usize,
+    /// The item.
+    pub item: I,
+    /// Its host memory permit (`None` without a budget): dropping it
+    /// admits the next item.
+    pub permit: Option<HostPermit>,
 }
 
 /// The results of a run, in index order, with per-item timings.
@@ -226,6 +241,47 @@ impl Pipeline {
         P: Fn(usize) -> Result<I, E> + Sync,
         C: FnMut(usize, I, Option<HostPermit>) -> Result<O, E> + Send,
     {
+        let consumers = consumers
+            .into_iter()
+            .map(|mut consume| {
+                move |batch: Vec<Ready<I>>| -> Result<Vec<O>, (usize, E)> {
+                    let mut out = Vec::with_capacity(batch.len());
+                    for Ready { index, item, permit } in batch {
+                        out.push(consume(index, item, permit).map_err(|e| (index, e))?);
+                    }
+                    Ok(out)
+                }
+            })
+            .collect();
+        self.run_batched(jobs, cost, produce, held, 1, consumers)
+    }
+
+    /// [`Pipeline::run_settled`] with consumers that take up to `max_batch`
+    /// items at once: a free consumer takes the next finished item and,
+    /// with it, every other one already waiting (never waiting for more),
+    /// so an item waits at most for a consumer, never for a batch to fill.
+    /// A GPU worker proves such a batch's MSMs in one pass of the
+    /// parameters it streams (issue 42); `config.queue_depth` bounds how
+    /// many finished items can wait, and so the batches. The consumer
+    /// returns the batch's outputs in its order, or the index of the item
+    /// that failed and its error.
+    pub fn run_batched<I, O, E, P, B>(
+        &self,
+        jobs: usize,
+        cost: impl Fn(usize) -> usize + Sync,
+        produce: P,
+        held: impl Fn(&I) -> Option<usize> + Sync,
+        max_batch: usize,
+        consumers: Vec<B>,
+    ) -> Result<PipelineOutput<O>, SchedError<E>>
+    where
+        I: Send,
+        O: Send,
+        E: Send,
+        P: Fn(usize) -> Result<I, E> + Sync,
+        B: FnMut(Vec<Ready<I>>) -> Result<Vec<O>, (usize, E)> + Send,
+    {
+        let max_batch = max_batch.max(1);
         if consumers.is_empty() {
             return Err(SchedError::NoConsumer);
         }
@@ -233,6 +289,8 @@ impl Pipeline {
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let admission: Mutex<Option<AdmissionError>> = Mutex::new(None);
+        // A batch consumer that broke its contract (outputs for every item).
+        let contract: Mutex<Option<String>> = Mutex::new(None);
         let cancel = self.config.cancel.as_ref();
         let budget = self.config.host_budget.as_ref();
         let cancelled = || cancel.is_some_and(CancelToken::is_cancelled);
@@ -288,25 +346,59 @@ impl Pipeline {
             }
             drop(tx);
             for (ci, mut consume) in consumers.into_iter().enumerate() {
-                let (rx, done_tx, stop) = (rx.clone(), done_tx.clone(), &stop);
+                let (rx, done_tx, stop, contract) = (rx.clone(), done_tx.clone(), &stop, &contract);
                 let h = std::thread::Builder::new()
                     .name(format!("c2-sched-prove-{ci}"))
                     .spawn_scoped(s, move || {
-                        for p in rx.iter() {
+                        for first in rx.iter() {
                             if stop.load(Ordering::Relaxed) || cancelled() {
                                 break;
                             }
-                            let queue_wait = p.ready_at.elapsed();
-                            let t = Instant::now();
-                            let Produced { index, item, produce, permit, .. } = p;
-                            let r = consume(index, item, permit).map(|o| {
-                                let timing = JobTiming { produce, queue_wait, consume: t.elapsed(), consumer: ci };
-                                (o, timing)
-                            });
-                            if r.is_err() {
-                                stop.store(true, Ordering::Relaxed);
+                            // This item and those already waiting, never
+                            // more than max_batch, never waiting for more.
+                            let mut batch = vec![first];
+                            while batch.len() < max_batch {
+                                match rx.try_recv() {
+                                    Ok(p) => batch.push(p),
+                                    Err(_) => break,
+                                }
                             }
-                            if done_tx.send((index, r)).is_err() {
+                            let n = batch.len();
+                            let seen: Vec<(usize, Duration, Duration)> =
+                                batch.iter().map(|p| (p.index, p.produce, p.ready_at.elapsed())).collect();
+                            let ready = batch
+                                .into_iter()
+                                .map(|p| Ready { index: p.index, item: p.item, permit: p.permit })
+                                .collect();
+                            let t = Instant::now();
+                            let outcome = consume(ready);
+                            let consume_t = t.elapsed();
+                            let timing = |produce, queue_wait| JobTiming {
+                                produce,
+                                queue_wait,
+                                consume: consume_t,
+                                consumer: ci,
+                                batch: n,
+                            };
+                            let sent = match outcome {
+                                Ok(outs) if outs.len() == n => seen
+                                    .iter()
+                                    .zip(outs)
+                                    .all(|(&(index, p, w), o)| done_tx.send((index, Ok((o, timing(p, w))))).is_ok()),
+                                Ok(outs) => {
+                                    stop.store(true, Ordering::Relaxed);
+                                    *contract.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!(
+                                        "consumer {ci} returned {} outputs for a batch of {n}",
+                                        outs.len()
+                                    ));
+                                    false
+                                }
+                                Err((index, e)) => {
+                                    stop.store(true, Ordering::Relaxed);
+                                    done_tx.send((index, Err(e))).is_ok()
+                                }
+                            };
+                            if !sent || stop.load(Ordering::Relaxed) {
                                 break;
                             }
                         }
@@ -325,7 +417,7 @@ impl Pipeline {
             }
             panic
         });
-        if let Some(msg) = scope_result {
+        if let Some(msg) = scope_result.or_else(|| contract.into_inner().unwrap_or_else(|p| p.into_inner())) {
             return Err(SchedError::Panic(msg));
         }
 

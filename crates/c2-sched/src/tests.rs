@@ -333,3 +333,90 @@ fn producers_run_on_the_configured_host_pool() {
         assert!(names.iter().all(|n| n.starts_with("lane-test-")), "{names:?}");
     }
 }
+
+/// Batch consumers (issue 42): a free consumer takes every finished item
+/// already waiting, up to the bound, and never waits for more; outputs come
+/// back in index order with each item's batch size in its timing.
+#[test]
+fn batch_consumers_take_what_is_waiting_up_to_the_bound() {
+    // Fast producers, a slow consumer: items pile up, batches form.
+    let cfg = PipelineConfig { synthesis_workers: 4, queue_depth: 8, ..Default::default() };
+    let sizes = Mutex::new(Vec::new());
+    let consumer = |batch: Vec<Ready<usize>>| {
+        sizes.lock().unwrap().push(batch.len());
+        std::thread::sleep(Duration::from_millis(20));
+        Ok::<_, (usize, String)>(batch.into_iter().map(|r| (r.index, r.item * 2)).collect())
+    };
+    let out = Pipeline::new(cfg).run_batched(30, |_| 0, Ok, |_| None, 3, vec![consumer]).unwrap();
+    assert_eq!(out.results, (0..30).map(|k| (k, 2 * k)).collect::<Vec<_>>());
+    let sizes = sizes.into_inner().unwrap();
+    assert!(sizes.iter().all(|&n| (1..=3).contains(&n)), "{sizes:?}");
+    assert!(sizes.iter().any(|&n| n > 1), "no batch formed: {sizes:?}");
+    assert_eq!(sizes.iter().sum::<usize>(), 30);
+    // Every item's timing names its batch's size; a batch of n has n items.
+    for &n in &[1usize, 2, 3] {
+        let items = out.timings.iter().filter(|t| t.batch == n).count();
+        assert_eq!(items, n * sizes.iter().filter(|&&s| s == n).count(), "batches of {n}");
+    }
+
+    // A slow producer, a fast consumer: nothing waits, so every batch is
+    // one item (the consumer never holds an item back to fill a batch).
+    let cfg = PipelineConfig { synthesis_workers: 1, queue_depth: 8, ..Default::default() };
+    let produce = |k: usize| {
+        // Long enough that a consumer delayed by a busy machine still
+        // finds one item at most.
+        std::thread::sleep(Duration::from_millis(40));
+        Ok::<_, (usize, String)>(k)
+    };
+    let consumer = |batch: Vec<Ready<usize>>| Ok(batch.into_iter().map(|r| r.item).collect::<Vec<_>>());
+    let out = Pipeline::new(cfg)
+        .run_batched(6, |_| 0, |k| produce(k).map_err(|(_, e)| e), |_| None, 4, vec![consumer])
+        .unwrap();
+    assert_eq!(out.results, (0..6).collect::<Vec<_>>());
+    assert!(out.timings.iter().all(|t| t.batch == 1), "{:?}", out.timings);
+}
+
+/// A failed item of a batch stops the run with that item's index; a batch
+/// consumer that returns the wrong number of outputs is reported, not
+/// trusted.
+#[test]
+fn batch_consumers_report_the_failed_item_and_a_broken_contract() {
+    let cfg = PipelineConfig { synthesis_workers: 2, queue_depth: 4, ..Default::default() };
+    let failing = |batch: Vec<Ready<usize>>| {
+        let mut out = Vec::new();
+        for r in batch {
+            if r.index == 5 {
+                return Err((r.index, "item 5 failed".to_string()));
+            }
+            out.push(r.item);
+        }
+        Ok(out)
+    };
+    let r = Pipeline::new(cfg.clone()).run_batched(20, |_| 0, Ok, |_| None, 3, vec![failing]);
+    assert!(matches!(r, Err(SchedError::Job { index: 5, ref error }) if error == "item 5 failed"), "{r:?}");
+
+    let short = |batch: Vec<Ready<usize>>| Ok::<_, (usize, String)>(vec![0usize; batch.len() - 1]);
+    let r = Pipeline::new(cfg).run_batched(4, |_| 0, Ok, |_| None, 2, vec![short]);
+    assert!(matches!(r, Err(SchedError::Panic(ref m)) if m.contains("outputs for a batch of")), "{r:?}");
+}
+
+/// Batched items hold their host permits until the consumer drops them,
+/// as unbatched ones do: the budget's peak stays within what it admits.
+#[test]
+fn batched_items_hold_their_host_permits() {
+    let budget = HostBudget::new(300);
+    let cfg = PipelineConfig {
+        synthesis_workers: 4,
+        queue_depth: 8,
+        host_budget: Some(budget.clone()),
+        ..Default::default()
+    };
+    let consumer = |batch: Vec<Ready<usize>>| {
+        std::thread::sleep(Duration::from_millis(10));
+        Ok::<_, (usize, String)>(batch.into_iter().map(|r| r.item).collect::<Vec<_>>())
+    };
+    let out = Pipeline::new(cfg).run_batched(12, |_| 100, Ok, |_| None, 4, vec![consumer]).unwrap();
+    assert_eq!(out.results, (0..12).collect::<Vec<_>>());
+    assert!(budget.peak() <= 300 && budget.used() == 0, "peak {} used {}", budget.peak(), budget.used());
+    assert!(out.timings.iter().all(|t| (1..=3).contains(&t.batch)), "{:?}", out.timings);
+}
