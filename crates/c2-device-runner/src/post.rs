@@ -15,7 +15,7 @@ use std::time::Instant;
 
 use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
-use c2_synth::{check_satisfied, post_test_partition, ProofInstance};
+use c2_synth::{check_satisfied, post_test_partition, PoStTestPartition, ProofInstance};
 use filecoin_proofs_api::RegisteredPoStProof;
 use porep_c2::gpu::{gpu_backend, GpuBackendConfig};
 use porep_c2::plan::{PartitionShape, ProofFamily};
@@ -73,6 +73,37 @@ pub(crate) fn verified_config(backend: &Backend, store: &Arc<MatrixStore>, synth
         pipeline: PipelineConfig { synthesis_workers: backend.consumers(), ..Default::default() },
         ..ProverConfig::default()
     }
+}
+
+/// One end-to-end proof of `test` (instance decode, vanilla check, the
+/// pipeline, verification) under `config`: its wall seconds and a line
+/// that splits them (decode and vanilla check, synthesis and proving per
+/// partition, verification, host-to-device bytes).
+fn end_to_end(
+    test: &PoStTestPartition,
+    params: &Parameters<Bls12>,
+    pairs: &[(Scalar, Scalar)],
+    config: &ProverConfig,
+) -> Result<(f64, String), String> {
+    let e = |x: &dyn std::fmt::Display| x.to_string();
+    let t = Instant::now();
+    let instance = test.instance().map_err(|x| e(&x))?;
+    instance.check_vanilla_proofs().map_err(|x| e(&x))?;
+    let checked = t.elapsed().as_secs_f64();
+    let (_, rep) = prove_instance(instance.as_ref(), params, pairs, config).map_err(|x| e(&x))?;
+    let wall = t.elapsed().as_secs_f64();
+    let (synth, prove): (f64, f64) =
+        rep.partitions.iter().fold((0.0, 0.0), |(a, b), p| (a + p.synthesis.as_secs_f64(), b + p.prove.as_secs_f64()));
+    let h2d: u64 = rep.partitions.iter().filter_map(|p| p.steps.gpu.as_ref()).map(|g| g.h2d_bytes).sum();
+    let timelines: Vec<String> = rep.partitions.iter().map(|p| p.timeline()).collect();
+    let line = format!(
+        "end to end {wall:.2} s: decode and vanilla check {checked:.2} s, pipeline {:.2} s (synthesis {synth:.2} s, proving {prove:.2} s), verification {:.2} s, {:.2} GB host-to-device [{}]",
+        rep.pipeline.as_secs_f64(),
+        rep.verify.as_secs_f64(),
+        h2d as f64 / 1e9,
+        timelines.join("; ")
+    );
+    Ok((wall, line))
 }
 
 /// Proves `instance` by the witness path (a, b, c on the device from the
@@ -233,12 +264,10 @@ pub fn bench(
         // proof at a time: what a request costs once the set is resident.
         let mut walls = Vec::new();
         for _ in 0..proofs {
-            let t = Instant::now();
-            let instance = test.instance().map_err(|x| e(&x))?;
-            instance.check_vanilla_proofs().map_err(|x| e(&x))?;
-            let config = config(SynthesisPath::Matrices { cache_dir: None });
-            prove_instance(instance.as_ref(), &params, &pairs, &config).map_err(|x| e(&x))?;
-            walls.push(t.elapsed().as_secs_f64());
+            let (wall, line) =
+                end_to_end(&test, &params, &pairs, &config(SynthesisPath::Matrices { cache_dir: None }))?;
+            println!("post {rp:?}: {line}");
+            walls.push(wall);
         }
         if !walls.is_empty() {
             let line = format!(
@@ -252,6 +281,21 @@ pub fn bench(
         // memory.
         backend.evict(instance.parameter_id(), &params);
         drop(backend);
+        // The same proof with the matrices kept whole (no repeated form):
+        // what `GpuBackendConfig::repeated_matrices` changes end to end
+        // (WindowPoSt 32 GiB was 4.5 s slower per partition on 2026-12-07
+        // than on 12-06 with less PCIe; this names the part that moved).
+        if proofs > 0 {
+            let whole = GpuBackendConfig { plan_for, repeated_matrices: false, ..GpuBackendConfig::default() };
+            let backend = gpu_backend(&whole).map_err(|x| e(&x))?;
+            backend.preload(instance.parameter_id(), &params).map_err(|x| e(&x))?;
+            let config = verified_config(&backend, &store, SynthesisPath::Matrices { cache_dir: None });
+            let (_, line) = end_to_end(&test, &params, &pairs, &config)?;
+            let line = format!("post {rp:?}: matrices whole (repeated_matrices off): {line}");
+            println!("{line}");
+            r.bench.push(line);
+            backend.evict(instance.parameter_id(), &params);
+        }
         if bellperson {
             versus_bellperson(r, &format!("post {rp:?}"), instance.as_ref(), &params, pairs[0], &ours)?;
         }
