@@ -5,7 +5,7 @@
 # bellperson-cuda` partition 0 is also proved by bellperson's CUDA prover
 # with the same parameters, r and s (bytes compared in the runner).
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon|msm-capped
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon|msm-capped|batched|msm-batched
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -36,6 +36,11 @@
 #                 `capped`.
 # window-daemon:  `window` without bellperson (2 proofs), then `daemon` with
 #                 6 WinningPoSt and 2 C2 proofs.
+# batched:        the whole 32 GiB sector's 10 partitions at 24 and 16 GiB caps,
+#                 one partition per pass against batched passes (issue 42):
+#                 verified, bytes == the uncapped whole proof's.
+# msm-batched:    `--only msm --quick` (batched passes == blst), then
+#                 `batched`.
 # WINDOW_LIMIT, CAPPED_LIMIT, UPDATE_LIMIT, DAEMON_LIMIT, SETUP_LIMIT and REAL_LIMIT
 # (seconds) bound those steps when a call holds several parts.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
@@ -94,6 +99,12 @@ abc-capped)
 window-daemon)
     step window-32g "${WINDOW_LIMIT:-380}" "$runner" --only post --post-sizes 32g --post-kinds window --post-proofs 2
     step daemon "${DAEMON_LIMIT:-200}" "$runner" --only daemon --daemon-winning 6 --daemon-c2 2
+    ;;
+batched|msm-batched)
+    if [ "$part" = msm-batched ]; then
+        step msm "${MSM_LIMIT:-150}" "$runner" --only msm --quick --skip-bench
+    fi
+    step batched-32g "${CAPPED_LIMIT:-420}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16 --real-cap-partitions 10 --real-cap-variants repeated,batched
     ;;
 msm-capped)
     step msm "${MSM_LIMIT:-220}" "$runner" --only msm --quick --skip-bench

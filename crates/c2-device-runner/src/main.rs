@@ -19,7 +19,8 @@
 //!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
 //!         and real CC-sector matrices; record, witness, upload and kernel times)
 //!     [--only real --real-sector 32g --real-partitions 2 [--real-proofs 5 --real-concurrency 2,3]
-//!      [--real-vram-caps 24,16] [--bellperson]]
+//!      [--real-vram-caps 24,16 [--real-cap-partitions 10] [--real-cap-variants repeated,batched]]
+//!      [--bellperson]]
 //!         (a real CC test sector, Groth16 test parameters for its circuit generated on the GPU: the
 //!         first partitions by the witness-only path vs the circuit path, same bytes; one whole-sector
 //!         proof verified by the facade and by filecoin-proofs' verify_seal; then whole-sector proofs,
@@ -598,6 +599,13 @@ fn main() {
         proofs: list("--real-proofs", &[0]).first().copied().unwrap_or(0) as usize,
         concurrency: list("--real-concurrency", &[2, 3]).iter().map(|&c| c as usize).collect(),
         caps: list("--real-vram-caps", &[]).iter().map(|&c| c as usize).collect(),
+        cap_partitions: list("--real-cap-partitions", &[]).first().map_or(0, |&n| n as usize),
+        cap_variants: args
+            .iter()
+            .position(|a| a == "--real-cap-variants")
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.split(',').map(str::to_string).collect())
+            .unwrap_or_default(),
         bellperson,
     };
     // --only partition: the 32 GiB-shaped partition bench alone.

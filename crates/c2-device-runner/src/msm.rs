@@ -464,7 +464,7 @@ fn batch_suite<C: Oracle>(
         want.push(C::cpu(&all[..n], v, None));
     }
     let batch: Vec<BatchScalars<'_>> = members.iter().map(|(_, m)| *m).collect();
-    let got = mb.msm_batch_host_bases::<C>(&all[..n], &batch).map_err(e)?;
+    let got = mb.msm_batch_host_bases::<C>(&all[..n], &batch, None).map_err(e)?;
     for (i, (label, _)) in members.iter().enumerate() {
         r.check(
             format!("msm {}{tag} batch of {} in chunks of 4099: {label}", C::PREFIX, batch.len()),
@@ -479,15 +479,43 @@ fn batch_suite<C: Oracle>(
     let pinned = PinnedShared::new(gpu, Arc::new(with_first)).map_err(|e| e.to_string())?;
     let cfg = GpuMsmConfig { stream_slot_bytes: Some(4099 * 96), release_scratch: true, ..base.clone() };
     let ms = GpuMsm::with_config(gpu.clone(), cfg).map_err(e)?;
+    // The three-member batch's own state (ones, totals, host scalar
+    // chunks) in memory the caller lends, given back on return (a GPU
+    // worker lends its vectors arena).
+    let lent = c2_cuda::DeviceMemory::driver(gpu.clone());
+    // The three-member batch's host scalars page-locked (copied by the DMA
+    // engine, as a GPU worker's batch members' H).
+    let mut host_pinned = c2_cuda::PinnedBuffer::<Scalar>::new(gpu, host.len()).map_err(|e| e.to_string())?;
+    host_pinned.as_mut_slice().copy_from_slice(&host);
     for k in [2usize, 3] {
         let pick = [2usize, 3, 0];
-        let batch: Vec<BatchScalars<'_>> = pick[..k].iter().map(|&i| members[i].1).collect();
-        let got = ms.msm_batch_pinned_bases::<C>(&pinned, first, &batch).map_err(e)?;
+        let mut batch: Vec<BatchScalars<'_>> = pick[..k].iter().map(|&i| members[i].1).collect();
+        if k == 3 {
+            batch[1] = BatchScalars::Pinned(host_pinned.as_slice());
+        }
+        let state = (k == 3).then_some(&lent);
+        let got = ms.msm_batch_pinned_bases::<C>(&pinned, first, &batch, state).map_err(e)?;
         r.check(
-            format!("msm {}{tag} batch of {k}, page-locked bases from base 7, 393 KB slots", C::PREFIX),
+            format!(
+                "msm {}{tag} batch of {k}, page-locked bases from base 7, 393 KB slots{}",
+                C::PREFIX,
+                if state.is_some() { ", page-locked host scalars, members' state in lent memory" } else { "" }
+            ),
             pick[..k].iter().enumerate().all(|(j, &i)| got.get(j) == Some(&want[i])),
         );
     }
+    // A compact witness over resident bases (a batch's resident queries),
+    // from base 7 on, masked and not.
+    let mut d_bases = gpu.alloc::<C::Affine>(first + n).map_err(|e| e.to_string())?;
+    let stream = gpu.stream().map_err(|e| e.to_string())?;
+    d_bases.upload(0, pinned.as_slice(), &stream).map_err(|e| e.to_string())?;
+    let masked_resident = mb.msm_device_from::<C>(&d_bases, first, &c_porep, Some(&d_mask)).map_err(e)?;
+    r.check(
+        format!("msm {}{tag} resident bases from 7, compact porep + mask 40%", C::PREFIX),
+        masked_resident == want[2],
+    );
+    let whole = mb.msm_device_from::<C>(&d_bases, first, &compacts[3], None).map_err(e)?;
+    r.check(format!("msm {}{tag} resident bases from 7, compact all r - 1", C::PREFIX), whole == want[8]);
     // A batch of one equals the single MSM's result (the same code path).
     let single = mb.msm_host_bases::<C>(&all[..n], DeviceScalars::montgomery(&d_masked), Some(&d_mask)).map_err(e)?;
     r.check(format!("msm {}{tag} single streamed MSM == its batch member", C::PREFIX), single == want[1]);

@@ -129,7 +129,25 @@ pub struct RealBench {
     /// 24 GB card, streamed parameters page-locked and staged, bytes
     /// compared with the uncapped proof.
     pub caps: Vec<usize>,
+    /// Partitions each capped run proves (`--real-cap-partitions`; default
+    /// `partitions`): the first of the whole sector, compared with the
+    /// whole verified proof's bytes. Batched passes need several.
+    pub cap_partitions: usize,
+    /// Which capped variants run (`--real-cap-variants`, names of
+    /// [`CAP_VARIANTS`]; empty: all).
+    pub cap_variants: Vec<String>,
 }
+
+/// The capped runs' variants: name, label, bytes of streamed parameters
+/// page-locked, a, b, c from streamed matrices, repeated matrices kept,
+/// partitions per batched pass (`None`: the plan's).
+pub const CAP_VARIANTS: [(&str, &str, usize, bool, bool, Option<usize>); 5] = [
+    ("streamed", "page-locked, a, b, c from streamed matrices", 64 << 30, true, false, Some(1)),
+    ("repeated", "page-locked, a, b, c from resident repeated matrices", 64 << 30, true, true, Some(1)),
+    ("host", "page-locked, a, b, c from the host", 64 << 30, false, false, Some(1)),
+    ("staged", "staged, a, b, c from streamed matrices", 0, true, false, Some(1)),
+    ("batched", "page-locked, repeated matrices, batched MSM passes", 64 << 30, true, true, None),
+];
 
 /// Runs both paths over the first `partitions` partitions of a CC test
 /// sector, one verified whole-sector proof, then what `b` asks for.
@@ -214,8 +232,11 @@ pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String>
         crate::post::versus_bellperson(r, &format!("real {rp:?}"), whole.as_ref(), &params, pairs[0], &proof)?;
     }
     if !b.caps.is_empty() {
-        let uncapped = results.first().cloned().unwrap_or_default();
-        capped(r, b, &instance, &params, &store, &pairs[..instance.num_partitions()], &uncapped)?;
+        // The first partitions of the whole verified proof (same r, s).
+        let n = if b.cap_partitions == 0 { b.partitions } else { b.cap_partitions }.clamp(1, whole.num_partitions());
+        let first = FirstPartitions { inner: whole.clone(), n };
+        let uncapped = proof.get(..n * porep_c2::SINGLE_PARTITION_PROOF_LEN).unwrap_or_default().to_vec();
+        capped(r, b, &first, &params, &store, &pairs[..n], &uncapped)?;
     }
     Ok(())
 }
@@ -389,18 +410,16 @@ fn capped(
     uncapped: &[u8],
 ) -> Result<(), String> {
     let rp = b.sector;
+    let variants = CAP_VARIANTS.iter().filter(|v| b.cap_variants.is_empty() || b.cap_variants.iter().any(|n| n == v.0));
+    let variants: Vec<_> = variants.collect();
     for &cap in &b.caps {
-        for (label, pin, stream_matrices, repeated_matrices) in [
-            ("page-locked, a, b, c from streamed matrices", 64usize << 30, true, false),
-            ("page-locked, a, b, c from resident repeated matrices", 64 << 30, true, true),
-            ("page-locked, a, b, c from the host", 64 << 30, false, false),
-            ("staged, a, b, c from streamed matrices", 0, true, false),
-        ] {
+        for &&(_, label, pin, stream_matrices, repeated_matrices, max_batch) in &variants {
             let mut config = GpuBackendConfig {
                 workers_per_device: 1,
                 pin_streamed_params: pin,
                 stream_matrices,
                 repeated_matrices,
+                max_batch,
                 ..Default::default()
             };
             config.vram.cap = (cap > 0).then_some(cap << 30);
@@ -412,8 +431,11 @@ fn capped(
                     continue;
                 }
             };
+            // Four partitions synthesized at once, so partitions wait for
+            // the worker and a batch can form (it never waits to fill).
             let budget = HostBudget::new(40 << 30);
-            let config = verified_config(&backend, store, SynthesisPath::Matrices { cache_dir: None }, 1, &budget, 0);
+            let synthesis = SynthesisPath::Matrices { cache_dir: None };
+            let config = verified_config(&backend, store, synthesis, 4.min(instance.num_partitions()), &budget, 0);
             // Twice: the first proof pins (once per process) and plans; the
             // second is the steady state.
             let mut steady = None;
@@ -453,12 +475,15 @@ fn capped(
                 })
                 .unwrap_or_default();
             let abc_ms: f64 = times.iter().map(|g| g.abc_ms as f64).sum::<f64>() / n;
+            let batches: Vec<String> = times.iter().map(|g| g.batch.to_string()).collect();
+            let d2h: f64 = times.iter().map(|g| g.d2h_bytes as f64).sum::<f64>() / n / 1e9;
             let line = format!(
-                "real {rp:?} cap {cap} GiB, 1 worker, parameters {label}: {:.2} s/partition (steady, {} partitions; first proof {first_wall:.1} s), kernels {kernels:.2} s/partition (MSM ms: {}; a, b, c {abc_ms:.0} ms), {h2d:.1} GB host-to-device per partition, {:.1} GB of it from page-locked parameters",
+                "real {rp:?} cap {cap} GiB, 1 worker, parameters {label}: {:.2} s/partition (steady, {} partitions; first proof {first_wall:.1} s), kernels {kernels:.2} s/partition (MSM ms: {}; a, b, c {abc_ms:.0} ms), {h2d:.1} GB host-to-device per partition, {:.1} GB of it from page-locked parameters; batches [{}], {d2h:.1} GB device-to-host per partition",
                 wall / n,
                 rep.partitions.len(),
                 msm.join(", "),
-                pinned as f64 / 1e9
+                pinned as f64 / 1e9,
+                batches.join(" ")
             );
             println!("{line}");
             r.bench.push(line);

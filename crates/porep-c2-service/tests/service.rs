@@ -358,3 +358,99 @@ async fn a_failing_device_mid_batch_loses_no_proof() {
     assert_eq!((status.total_proofs_completed, status.total_proofs_failed), (3, 0));
     daemon.stop().await;
 }
+
+/// Partitions proved in batches (issue 42: a GPU worker that streams its
+/// parameters runs a batch's MSMs in one pass) give the bytes of the CPU
+/// oracle's one-at-a-time run, and a member that fails alone is proved
+/// again on the retry backend while its batch's others keep their proofs.
+/// A worker standing for such a GPU takes up to 3 partitions per turn and
+/// holds each turn 200 ms, so the partitions synthesized meanwhile wait
+/// and form the next batch (the pipeline never waits for one to fill).
+#[test]
+fn partitions_proved_in_batches_give_the_one_at_a_time_bytes() {
+    use porep_c2::{Backend, PartitionJob, PartitionProver, ProveTimings};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    type Out = Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), porep_c2::Error>;
+    struct Batching {
+        batches: Mutex<Vec<Vec<usize>>>,
+        fail_once: AtomicBool,
+    }
+    impl Batching {
+        fn one(&self, job: PartitionJob<'_>) -> Out {
+            let data = job.partition_data.into_synthesized()?;
+            porep_c2::prove_synthesized(data, job.params, job.r, job.s, &porep_c2::HostStages::cpu())
+        }
+    }
+    impl PartitionProver for Batching {
+        fn name(&self) -> String {
+            "batching".into()
+        }
+        fn prove(&self, job: PartitionJob<'_>) -> Out {
+            self.batches.lock().unwrap().push(vec![job.partition]);
+            std::thread::sleep(Duration::from_millis(200));
+            self.one(job)
+        }
+        fn max_batch(&self) -> usize {
+            3
+        }
+        fn prove_batch(&self, jobs: Vec<PartitionJob<'_>>) -> Vec<Out> {
+            self.batches.lock().unwrap().push(jobs.iter().map(|j| j.partition).collect());
+            std::thread::sleep(Duration::from_millis(200));
+            let n = jobs.len();
+            jobs.into_iter()
+                .enumerate()
+                .map(|(i, job)| {
+                    // The second member of the first batch of three fails,
+                    // as a device error would.
+                    if n == 3 && i == 1 && self.fail_once.swap(false, Ordering::SeqCst) {
+                        return Err(porep_c2::Error::Worker { worker: self.name(), message: "injected".into() });
+                    }
+                    self.one(job)
+                })
+                .collect()
+        }
+    }
+    // Partitions of a small synthetic shape (994 constraints, random
+    // parameters: the proofs do not verify, so verification is off): the
+    // equality of bytes is the check, at milliseconds per proof.
+    let shape = demo_shape();
+    let instance = c2_testkit::synthetic::SyntheticPorep::new(shape, 7);
+    let params = instance.parameters(5);
+    let partitions = 7;
+    let pairs = blinding(42, partitions);
+    let oracle_config = ProverConfig { verify: false, ..ProverConfig::default() };
+    let (oracle, _) = prove_instance(&instance, &params, &pairs, &oracle_config).expect("CPU proof");
+
+    let worker = Arc::new(Batching { batches: Mutex::new(Vec::new()), fail_once: AtomicBool::new(true) });
+    let mut config = ProverConfig {
+        verify: false,
+        // Never fenced: the failed member is proved again on the worker.
+        backend: Backend::workers(vec![worker.clone() as Arc<dyn PartitionProver>])
+            .with_fences(porep_c2::WorkerFences::with_cool_down(Duration::ZERO)),
+        retry_backend: Some(Backend::cpu()),
+        ..ProverConfig::default()
+    };
+    config.pipeline.synthesis_workers = 2;
+    let (bytes, report) = prove_instance(&instance, &params, &pairs, &config).expect("batched proof");
+    assert_eq!(bytes, oracle, "batched proofs differ from the one-at-a-time CPU run");
+    let batches = worker.batches.lock().unwrap().clone();
+    assert!(batches.iter().all(|b| (1..=3).contains(&b.len())), "batches within the worker's bound: {batches:?}");
+    let first_three = batches.iter().find(|b| b.len() == 3).expect("partitions that waited form a full batch");
+    // The failed member alone was proved again (by itself, on the worker);
+    // every other partition once.
+    let retried: Vec<usize> =
+        report.partitions.iter().filter(|p| p.retried_after.is_some()).map(|p| p.partition).collect();
+    assert_eq!(retried, vec![first_three[1]], "only the failed member is retried: {batches:?}");
+    let mut seen: Vec<usize> = batches.iter().flatten().copied().collect();
+    seen.sort_unstable();
+    let mut want: Vec<usize> = (0..partitions).chain(retried).collect();
+    want.sort_unstable();
+    assert_eq!(seen, want, "every partition once, the failed one twice: {batches:?}");
+}
+
+/// The 32 GiB partition's shape divided by 2^17: 994 constraints, 328
+/// public inputs.
+fn demo_shape() -> c2_testkit::synthetic::SyntheticShape {
+    c2_testkit::synthetic::SyntheticShape::porep_32gib().scaled(1 << 17)
+}

@@ -145,6 +145,21 @@ pub trait PartitionProver: Send + Sync {
     /// The proof of `job.partition_data` with blinding `job.r`, `job.s`.
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error>;
 
+    /// The most partitions [`PartitionProver::prove_batch`] proves
+    /// together (1: one at a time, the default).
+    fn max_batch(&self) -> usize {
+        1
+    }
+
+    /// The proofs of several partitions of one parameter set, proved
+    /// together: a GPU worker that streams its parameters runs every
+    /// partition's MSMs against each streamed chunk while it is on the
+    /// device (issue 42). One result per job, in order; the bytes equal
+    /// [`PartitionProver::prove`]'s for each job. Default: one by one.
+    fn prove_batch(&self, jobs: Vec<PartitionJob<'_>>) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
+        jobs.into_iter().map(|job| self.prove(job)).collect()
+    }
+
     /// Makes `params` ready for later [`PartitionProver::prove`] calls with
     /// the same `params_key` (a GPU worker uploads them to its device once,
     /// off any proof's clock). Returns whether they are resident now;
@@ -275,6 +290,58 @@ impl Workers {
         }
     }
 
+    /// [`Workers::prove`] for several jobs of one proof: a worker's turn
+    /// for as many of them as it proves together
+    /// ([`PartitionProver::max_batch`]), one [`PartitionProver::prove_batch`]
+    /// call each turn. Urgent jobs go one by one (the lane proves singly).
+    fn prove_batch(
+        &self,
+        consumer: usize,
+        mut jobs: Vec<PartitionJob<'_>>,
+        priority: i32,
+        cancel: Option<&c2_sched::CancelToken>,
+        started: &dyn Fn(usize, Option<usize>),
+    ) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
+        let mut out = Vec::with_capacity(jobs.len());
+        let urgent = jobs.iter().any(|job| self.urgent_for(consumer, job, priority).is_some());
+        while !jobs.is_empty() {
+            let Some(w) = self.fences.pick(consumer, self.provers.len()) else {
+                out.extend(jobs.drain(..).map(|_| Err(Error::NoHealthyWorker { workers: self.provers.len() })));
+                break;
+            };
+            let take = if urgent { 1 } else { self.provers[w].max_batch().clamp(1, jobs.len()) };
+            if take == 1 {
+                let job = jobs.remove(0);
+                let k = job.partition;
+                out.push(self.prove(consumer, job, priority, cancel, &|device| started(k, device)));
+                continue;
+            }
+            let gate = self.gates.gate(w);
+            let _turn = match gate.enter(priority, cancel) {
+                Ok(turn) => turn,
+                Err(e) => {
+                    let e = admission_error(e);
+                    out.extend(jobs.drain(..).map(|_| Err(e.for_another_partition())));
+                    break;
+                }
+            };
+            if !self.fences.is_healthy(w) {
+                continue;
+            }
+            let rest = jobs.split_off(take);
+            let batch = std::mem::replace(&mut jobs, rest);
+            for job in &batch {
+                started(job.partition, self.provers[w].device());
+            }
+            let results = prove_batch_catching(&self.provers[w], batch);
+            for r in &results {
+                self.fence_if_faulted(w, r);
+            }
+            out.extend(results);
+        }
+        out
+    }
+
     /// Fences worker `w`'s device when `out` is a device fault (running out
     /// of device memory is not one).
     fn fence_if_faulted<T>(&self, w: usize, out: &Result<T, Error>) {
@@ -327,6 +394,18 @@ fn prove_catching(
 ) -> Result<(Proof<Bls12>, ProveTimings), Error> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove(job))).unwrap_or_else(|payload| {
         Err(Error::Worker { worker: prover.name(), message: format!("panicked: {}", panic_message(&*payload)) })
+    })
+}
+
+/// [`prove_catching`] for a batch: a panic fails every job of it.
+fn prove_batch_catching(
+    prover: &Arc<dyn PartitionProver>,
+    jobs: Vec<PartitionJob<'_>>,
+) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
+    let n = jobs.len();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prover.prove_batch(jobs))).unwrap_or_else(|payload| {
+        let message = format!("panicked in a batch of {n}: {}", panic_message(&*payload));
+        (0..n).map(|_| Err(Error::Worker { worker: prover.name(), message: message.clone() })).collect()
     })
 }
 
@@ -530,6 +609,41 @@ impl Backend {
             Self::Workers(_) => {
                 Err(Error::Worker { worker: "none".into(), message: "a backend with no workers".into() })
             }
+        }
+    }
+
+    /// The most partitions one consumer hands its worker at once
+    /// ([`PartitionProver::max_batch`]; 1 on the host-level stages).
+    pub fn max_batch(&self) -> usize {
+        match self {
+            Self::Stages(_) => 1,
+            Self::Workers(w) => w.provers.iter().map(|p| p.max_batch()).max().unwrap_or(1).max(1),
+        }
+    }
+
+    /// [`Backend::prove`] for several jobs at once (a batch the pipeline
+    /// handed consumer `consumer`): the workers prove them together where
+    /// they can ([`PartitionProver::prove_batch`]); one result per job, in
+    /// order. `started` is told each job's partition and device.
+    pub(crate) fn prove_batch(
+        &self,
+        consumer: usize,
+        jobs: Vec<PartitionJob<'_>>,
+        priority: i32,
+        cancel: Option<&c2_sched::CancelToken>,
+        started: &dyn Fn(usize, Option<usize>),
+    ) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
+        match self {
+            Self::Workers(workers) if !workers.provers.is_empty() && jobs.len() > 1 => {
+                workers.prove_batch(consumer, jobs, priority, cancel, started)
+            }
+            _ => jobs
+                .into_iter()
+                .map(|job| {
+                    let k = job.partition;
+                    self.prove(consumer, job, priority, cancel, &|device| started(k, device))
+                })
+                .collect(),
         }
     }
 

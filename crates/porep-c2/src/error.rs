@@ -131,6 +131,23 @@ pub enum Error {
 }
 
 impl Error {
+    /// This failure again for another partition of a batch that failed as
+    /// a whole (one error, several partitions; the stage errors are not
+    /// `Clone`): a device error as the same typed device error (so running
+    /// out of device memory still reads as such), cancellation and
+    /// pipeline or worker failures as themselves, anything else as a
+    /// worker failure with this message (a backend failure: retried).
+    pub(crate) fn for_another_partition(&self) -> Error {
+        match self {
+            Error::Gpu { stage, source } => Error::Gpu { stage, source: source.clone() },
+            Error::Cancelled => Error::Cancelled,
+            Error::Pipeline(m) => Error::Pipeline(m.clone()),
+            Error::NoHealthyWorker { workers } => Error::NoHealthyWorker { workers: *workers },
+            Error::Worker { worker, message } => Error::Worker { worker: worker.clone(), message: message.clone() },
+            other => Error::Worker { worker: "batch".into(), message: other.to_string() },
+        }
+    }
+
     /// A device error of `stage`.
     pub fn gpu(stage: &'static str, source: impl Into<GpuError>) -> Self {
         Self::Gpu { stage, source: source.into() }

@@ -32,7 +32,9 @@ use bellperson::groth16::{Parameters, Proof};
 use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
 use c2_abc::{AbcStream, ChunkedMatrices, DeviceMatrices, GpuAbc, PinnedChunks};
 use c2_core::{Density, Synthesized};
-use c2_cuda::{DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedShared, Stager, Stream, StreamPriority};
+use c2_cuda::{
+    DeviceBuffer, DeviceMemory, Event, Gpu, GpuError, PinnedBuffer, PinnedShared, Stager, Stream, StreamPriority,
+};
 use c2_msm::gpu::{DeviceDensity, DeviceScalars, GpuCurve, GpuMsm, GpuMsmConfig, PrecomputedBases, G1, G2};
 use c2_ntt::GpuNtt;
 use c2_sched::YieldGate;
@@ -50,6 +52,8 @@ use crate::groth16::{
     assemble, check_parameters, check_parameters_for, run_msms, G1Query, Mask, MsmStep, PartitionMsms, Scalars,
 };
 use crate::report::{timed, GpuTimes, ProveTimings};
+
+mod batch;
 
 /// A device error of the GPU worker (uploads, events, the pool).
 fn dev(e: impl Into<GpuError>) -> Error {
@@ -134,6 +138,17 @@ pub struct GpuBackendConfig {
     /// priority orders only waiting blocks). `None`: no lane; urgent proofs
     /// take the ordinary workers' next turns.
     pub urgent_lane: Option<UrgentLane>,
+    /// The most partitions of one proof whose MSMs a worker runs in one
+    /// streamed pass of the parameters it cannot keep resident (issue 42:
+    /// a 16 GiB card streams a 32 GiB partition's 47.4 GB per pass).
+    /// Bounded by the plan ([`DevicePlan::max_batch`]: what the worker's
+    /// vectors arena holds of the members' compact witnesses and bucket
+    /// totals; 1 when every vector is resident), and by the partitions
+    /// waiting when a worker frees up (a batch never waits to fill). Each
+    /// member holds its H on the host, page-locked, between its compute_h
+    /// and the passes (4.3 GB at 32 GiB; the vectors are kept for reuse).
+    /// `None`: the plan's bound; `Some(1)`: one partition at a time.
+    pub max_batch: Option<usize>,
 }
 
 impl Default for GpuBackendConfig {
@@ -150,6 +165,7 @@ impl Default for GpuBackendConfig {
             repeated_matrices: true,
             h_copies: None,
             urgent_lane: Some(UrgentLane::default()),
+            max_batch: None,
         }
     }
 }
@@ -503,6 +519,13 @@ pub struct GpuProver {
     /// This is the device's urgent-lane worker: it marks the gate while it
     /// proves; the others wait at it before each step they queue.
     urgent: bool,
+    /// The most partitions whose MSMs share one streamed pass of the
+    /// parameters ([`GpuBackendConfig::max_batch`], within the plan's
+    /// [`DevicePlan::max_batch`]); 1: one at a time.
+    max_batch: usize,
+    /// Page-locked host vectors for batch members' H (4.3 GB each at
+    /// 32 GiB), allocated once and reused.
+    h_pool: batch::HostVectors,
 }
 
 /// Bytes per staging slot (128 MiB, 2^22 scalars): large enough that
@@ -565,6 +588,12 @@ impl GpuProver {
             h_copies,
             yield_gate,
             urgent: priority == StreamPriority::Urgent,
+            max_batch: if priority == StreamPriority::Urgent {
+                1
+            } else {
+                config.max_batch.map_or(plan.max_batch, |m| m.min(plan.max_batch)).max(1)
+            },
+            h_pool: batch::HostVectors::default(),
         })
     }
 
@@ -909,6 +938,28 @@ impl PartitionProver for GpuProver {
     }
 
     fn prove(&self, job: PartitionJob<'_>) -> Result<(Proof<Bls12>, ProveTimings), Error> {
+        match self.prove_staged(job, None)? {
+            Staged::Proved(proof, t) => Ok((proof, t)),
+            Staged::Member(_) => Err(dev(GpuError::Invalid("a single partition stopped before its MSMs".into()))),
+        }
+    }
+
+    fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    fn prove_batch(&self, jobs: Vec<PartitionJob<'_>>) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
+        self.prove_together(jobs)
+    }
+}
+
+impl GpuProver {
+    /// One partition up to its proof, or, given `h_host` (a batch member,
+    /// issue 42), up to H: H's coefficients downloaded into `h_host`, the
+    /// witness kept on the host for the batch's MSM passes
+    /// ([`batch::Member`]). A member whose a, b, c came from the host (no
+    /// compact witness) is proved whole and `h_host` goes back to the pool.
+    fn prove_staged(&self, job: PartitionJob<'_>, mut h_host: Option<PinnedBuffer<Scalar>>) -> Result<Staged, Error> {
         let PartitionJob { partition_data, host, params, params_key, r, s: s_blind, .. } = job;
         // The urgent lane's whole proof: the device's other workers queue
         // nothing new meanwhile (their running kernels finish first).
@@ -918,7 +969,7 @@ impl PartitionProver for GpuProver {
             .lock()
             .map_err(|_| Error::Worker { worker: self.name(), message: "poisoned by an earlier panic".into() })?;
         let mut t = ProveTimings::default();
-        let mut g = GpuTimes { device: self.device, worker: self.worker, ..Default::default() };
+        let mut g = GpuTimes { device: self.device, worker: self.worker, batch: 1, ..Default::default() };
 
         // Parameters: resident (preloaded, or uploaded by the first
         // partition that needs them on this device; whole or in part),
@@ -1000,6 +1051,7 @@ impl PartitionProver for GpuProver {
         // freed as soon as they are staged (~4 GB each at 32 GiB: the OS
         // takes a while, and the kernels run meanwhile).
         let k = &self.marks;
+        let mut kept = None;
         self.step_aside();
         let clock = Instant::now();
         k.copy_start.record(stager.stream()).map_err(e)?;
@@ -1069,7 +1121,13 @@ impl PartitionProver for GpuProver {
                     Err(x) => return Err(x.into()),
                 };
                 k.aux_up.record(stager.stream()).map_err(e)?;
-                drop((inputs, aux));
+                // A batch member keeps its witness for the MSM passes (the
+                // compact form: 77 MB at 32 GiB).
+                if h_host.is_some() {
+                    kept = Some((inputs, aux, shape.clone()));
+                } else {
+                    drop((inputs, aux));
+                }
                 st.wait(&k.aux_up).map_err(e)?;
                 k.ntt_start.record(st).map_err(e)?;
                 let (mut products, matrix_bytes) = match (&source, abc_stream.as_mut()) {
@@ -1120,6 +1178,20 @@ impl PartitionProver for GpuProver {
         }
         g.spans_ms
             .push((k.ntt_start.elapsed_ms(&self.epoch).map_err(e)?, k.h_done.elapsed_ms(&self.epoch).map_err(e)?));
+        if let (Some(mut h), Some((inputs, aux, shape))) = (h_host.take(), kept) {
+            // H to the host for the batch's pass over the H query (the
+            // device cannot keep several partitions' H: 4.3 GB each at
+            // 32 GiB); page-locked, so at the link's speed.
+            let clock = Instant::now();
+            d_a.download(0, &mut h.as_mut_slice()[..m - 1], st).map_err(e)?;
+            g.d2h_bytes += ((m - 1) * std::mem::size_of::<Scalar>()) as u64;
+            g.stage += clock.elapsed();
+            settle.armed = false;
+            return Ok(Staged::Member(batch::Member { h, h_len: m - 1, inputs, aux, shape, r, s: s_blind, t, g }));
+        }
+        if let Some(h) = h_host {
+            self.h_pool.put(h);
+        }
 
         let [a_aux_density, b_input_density, b_aux_density] = densities.get();
         let b_in = b_input_density.count_ones();
@@ -1168,6 +1240,14 @@ impl PartitionProver for GpuProver {
         (settle.armed, settle_masks.armed) = (false, false);
         let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
         t.gpu = Some(g);
-        Ok((proof, t))
+        Ok(Staged::Proved(proof, t))
     }
+}
+
+/// Where [`GpuProver::prove_staged`] stopped.
+enum Staged {
+    /// The partition's proof.
+    Proved(Proof<Bls12>, ProveTimings),
+    /// A batch member, H computed, waiting for the batch's MSM passes.
+    Member(batch::Member),
 }

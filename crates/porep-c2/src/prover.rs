@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use bellperson::groth16::{prepare_verifying_key, verify_proof, Parameters, Proof, VerifyingKey};
 use blstrs::{Bls12, Scalar};
-use c2_sched::{on_host_pool, HostPermit, Pipeline, SchedError};
+use c2_sched::{on_host_pool, Pipeline, Ready, SchedError};
 use c2_synth::{instance_from_c1, ProofInstance};
 use ff::Field;
 use filecoin_proofs_api::seal::{SealCommitPhase1Output, SealCommitPhase2Output};
@@ -172,78 +172,101 @@ pub fn prove_instance(
     let key = params_key(instance.parameter_id(), params);
     let pipeline = &config.pipeline;
     // One consumer per worker (GPU workers), or one for host-level stages.
+    // A consumer takes every partition already waiting, up to what its
+    // worker proves together (`Backend::max_batch`: a GPU worker that
+    // streams its parameters runs their MSMs in one pass), never waiting
+    // for more.
+    let max_batch = config.backend.max_batch();
     let consumers: Vec<_> = (0..config.backend.consumers())
         .map(|w| {
             let key = key.as_str();
-            move |k: usize, s: Partition, host: Option<HostPermit>| -> Result<_, Error> {
-                let shape = (s.shape(), s.host_bytes());
-                let (r, s_blind) = blinding[k];
-                let job = |partition_data, host| PartitionJob {
-                    partition: k,
-                    partition_data,
-                    host,
-                    params,
-                    params_key: key,
-                    r,
-                    s: s_blind,
+            move |batch: Vec<Ready<Partition>>| -> Result<Vec<_>, (usize, Error)> {
+                let job = |k: usize, partition_data, host| {
+                    let (r, s_blind) = blinding[k];
+                    PartitionJob { partition: k, partition_data, host, params, params_key: key, r, s: s_blind }
                 };
                 let event = |e| config.progress.as_ref().map(|p| p.event(e));
-                let started = |device| {
+                let started = |k: usize, device| {
                     event(PartitionEvent::Started { partition: k, device });
                 };
-                let prove = |backend: &Backend, job| {
-                    backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref(), &started)
+                let prove = |backend: &Backend, job: PartitionJob<'_>| {
+                    let k = job.partition;
+                    backend.prove(w, job, pipeline.priority, pipeline.cancel.as_ref(), &|device| started(k, device))
                 };
                 // Done, on a retry with its cause (`None`: first time).
-                let done = |proof, steps, cause: Option<String>| {
+                let done = |k: usize, shape, proof, steps, cause: Option<String>| {
                     event(PartitionEvent::Done { partition: k });
                     Ok((proof, shape, steps, cause))
                 };
-                // Every worker fenced (a dead device): this partition goes
-                // to the retry backend as it is, without a failed try or a
-                // second synthesis.
+                let shapes: Vec<_> = batch.iter().map(|r| (r.index, (r.item.shape(), r.item.host_bytes()))).collect();
+                // Every worker fenced (a dead device): these partitions go
+                // to the retry backend as they are, without a failed try or
+                // a second synthesis.
                 if let (true, Some(retry)) = (config.backend.is_fenced_out(), &config.retry_backend) {
                     let cause = Error::NoHealthyWorker { workers: config.backend.consumers() }.to_string();
-                    let (proof, steps) = prove(retry, job(s, host))?;
-                    return done(proof, steps, Some(cause));
+                    return batch
+                        .into_iter()
+                        .zip(&shapes)
+                        .map(|(Ready { index: k, item, permit }, &(_, shape))| {
+                            let (proof, steps) = prove(retry, job(k, item, permit)).map_err(|e| (k, e))?;
+                            done(k, shape, proof, steps, Some(cause.clone())).map_err(|e| (k, e))
+                        })
+                        .collect();
                 }
-                let first = match prove(&config.backend, job(s, host)) {
-                    Ok((proof, steps)) => return done(proof, steps, None),
-                    Err(e) => e,
-                };
-                // A device fault: the partition again on a healthy worker
-                // of the backend (the failed one's device is fenced now: on
-                // a multi-GPU host, another GPU) while such workers remain
-                // (each fault fences one more device; at most one try per
-                // worker), then once on the retry backend. Running out of
-                // device memory fences nothing: straight to the retry
-                // backend. Synthesis consumed its vectors in the failed
-                // run; it is deterministic, so a second run gives the same
-                // circuit. (Its memory is outside the budget: the failed
-                // run returned the permit. Retries are rare.)
-                let cause = first.to_string();
-                let mut error = first;
-                let on_workers = |e: &Error| {
-                    e.is_backend_failure() && !e.is_device_out_of_memory() && config.backend.healthy_workers() > 0
-                };
-                for _ in 0..config.backend.consumers() {
-                    if !on_workers(&error) {
-                        break;
-                    }
-                    log::warn!("porep-c2: partition {k}: {error}; synthesizing it again for a healthy worker");
-                    match prove(&config.backend, job(synthesize(k)?, None)) {
-                        Ok((proof, steps)) => return done(proof, steps, Some(cause)),
-                        Err(e) => error = e,
-                    }
+                let jobs = batch.into_iter().map(|Ready { index, item, permit }| job(index, item, permit)).collect();
+                let firsts = config.backend.prove_batch(w, jobs, pipeline.priority, pipeline.cancel.as_ref(), &started);
+                let mut out = Vec::with_capacity(shapes.len());
+                for (&(k, shape), first) in shapes.iter().zip(firsts) {
+                    let first = match first {
+                        Ok((proof, steps)) => {
+                            out.push(done(k, shape, proof, steps, None).map_err(|e| (k, e))?);
+                            continue;
+                        }
+                        Err(e) => e,
+                    };
+                    // A device fault: the partition again on a healthy
+                    // worker of the backend (the failed one's device is
+                    // fenced now: on a multi-GPU host, another GPU) while
+                    // such workers remain (each fault fences one more
+                    // device; at most one try per worker), then once on
+                    // the retry backend. Running out of device memory
+                    // fences nothing: straight to the retry backend.
+                    // Synthesis consumed its vectors in the failed run; it
+                    // is deterministic, so a second run gives the same
+                    // circuit. (Its memory is outside the budget: the
+                    // failed run returned the permit. Retries are rare.)
+                    let retried = (|| {
+                        let cause = first.to_string();
+                        let mut error = first;
+                        let on_workers = |e: &Error| {
+                            e.is_backend_failure()
+                                && !e.is_device_out_of_memory()
+                                && config.backend.healthy_workers() > 0
+                        };
+                        for _ in 0..config.backend.consumers() {
+                            if !on_workers(&error) {
+                                break;
+                            }
+                            log::warn!("porep-c2: partition {k}: {error}; synthesizing it again for a healthy worker");
+                            match prove(&config.backend, job(k, synthesize(k)?, None)) {
+                                Ok((proof, steps)) => return done(k, shape, proof, steps, Some(cause)),
+                                Err(e) => error = e,
+                            }
+                        }
+                        match &config.retry_backend {
+                            Some(retry) if error.is_backend_failure() => {
+                                log::warn!(
+                                    "porep-c2: partition {k}: {error}; synthesizing it again and proving on {retry:?}"
+                                );
+                                let (proof, steps) = prove(retry, job(k, synthesize(k)?, None))?;
+                                done(k, shape, proof, steps, Some(cause))
+                            }
+                            _ => Err(error),
+                        }
+                    })();
+                    out.push(retried.map_err(|e| (k, e))?);
                 }
-                match &config.retry_backend {
-                    Some(retry) if error.is_backend_failure() => {
-                        log::warn!("porep-c2: partition {k}: {error}; synthesizing it again and proving on {retry:?}");
-                        let (proof, steps) = prove(retry, job(synthesize(k)?, None))?;
-                        done(proof, steps, Some(cause))
-                    }
-                    _ => Err(error),
-                }
+                Ok(out)
             }
         })
         .collect();
@@ -265,8 +288,12 @@ pub fn prove_instance(
         largest_seen.fetch_max(bytes, Ordering::Relaxed);
         Some(bytes)
     };
-    let out = Pipeline::new(config.pipeline.clone())
-        .run_settled(partitions, estimate, synthesize, held, consumers)
+    // The queue holds a whole batch of finished partitions (each still
+    // holds its host permit: admission by memory is unchanged).
+    let mut pipeline_config = config.pipeline.clone();
+    pipeline_config.queue_depth = pipeline_config.queue_depth.max(max_batch);
+    let out = Pipeline::new(pipeline_config)
+        .run_batched(partitions, estimate, synthesize, held, max_batch, consumers)
         .map_err(|e| match e {
             SchedError::Job { error, .. } => error,
             SchedError::Cancelled => Error::Cancelled,

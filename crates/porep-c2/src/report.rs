@@ -67,6 +67,13 @@ impl PartitionReport {
                 g.kernel_ms(),
                 if g.params_resident { "" } else { " (parameters streamed, all or in part)" }
             );
+            if g.batch > 1 {
+                line += &format!(
+                    " | MSMs in a batch of {} (pass times and streamed bases shared), H {:.1} GB to the host",
+                    g.batch,
+                    g.d2h_bytes as f64 / 1e9
+                );
+            }
         }
         if let Some(why) = &p.retried_after {
             line += &format!(" | retried after: {why}");
@@ -146,6 +153,14 @@ pub struct GpuTimes {
     /// inputs and masks, plus every streamed parameter base its scalars
     /// reach (zero once the parameters are resident).
     pub h2d_bytes: u64,
+    /// Bytes copied device-to-host for this partition (a batch member's H,
+    /// kept on the host until the batch's MSM passes; else 0).
+    pub d2h_bytes: u64,
+    /// Partitions whose MSMs ran in the same streamed passes of the
+    /// parameters as this one's (1: alone; issue 42). A batch's MSM
+    /// kernel time and streamed bases are shared equally among its
+    /// members in the fields above.
+    pub batch: usize,
     /// Bytes of the streamed parameter vectors that were page-locked (read
     /// by the DMA engine directly; the rest went through the staging slots).
     pub pinned_param_bytes: u64,

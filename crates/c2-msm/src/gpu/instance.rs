@@ -380,12 +380,18 @@ impl GpuMsm {
     /// Uploads a compact witness (pageable host memory; the driver stages
     /// it): what [`crate::gpu::MsmScalars::Compact`] reads.
     pub fn upload_compact(&self, w: &CompactWitness) -> Result<DeviceCompact, MsmError> {
+        self.upload_compact_to(w, &self.memory)
+    }
+
+    /// [`GpuMsm::upload_compact`] into `memory` (e.g. a worker's vectors
+    /// arena, where a batch's members are planned).
+    pub fn upload_compact_to(&self, w: &CompactWitness, memory: &DeviceMemory) -> Result<DeviceCompact, MsmError> {
         let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let s = &streams.compute;
         let (listed, e) = (w.full_index().len(), gpu_err);
-        let mut bits = self.memory.alloc::<u64>(w.bits().len().max(1)).map_err(e)?;
-        let mut index = self.memory.alloc::<u32>(listed.max(1)).map_err(e)?;
-        let mut value = self.memory.alloc::<Scalar>(listed.max(1)).map_err(e)?;
+        let mut bits = memory.alloc::<u64>(w.bits().len().max(1)).map_err(e)?;
+        let mut index = memory.alloc::<u32>(listed.max(1)).map_err(e)?;
+        let mut value = memory.alloc::<Scalar>(listed.max(1)).map_err(e)?;
         if !w.bits().is_empty() {
             bits.upload(0, w.bits(), s).map_err(e)?;
         }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use c2_cuda::{Event, Gpu, Launch, Stream};
+use c2_cuda::{DeviceMemory, Event, Gpu, Launch, Stream};
 use group::prime::PrimeCurveAffine;
 use group::Group;
 
@@ -178,6 +178,10 @@ struct Others<'a> {
 pub(super) struct RunSum<C: GpuCurve> {
     /// Which MSM of a batch (its slots in `scratch.runs`; 0 alone).
     member: usize,
+    /// Where the member's slots are allocated (`None`: the instance's
+    /// memory): a batch's caller may hand its own arena
+    /// ([`GpuMsm::msm_batch_host_bases`]).
+    memory: Option<DeviceMemory>,
     /// Runs planned, and begun so far.
     runs: usize,
     done: usize,
@@ -206,6 +210,7 @@ impl GpuMsm {
         scratch: &mut Scratch,
         runs: usize,
         member: usize,
+        memory: Option<&DeviceMemory>,
     ) -> Result<RunSum<C>, MsmError> {
         let s = &streams.compute;
         let xw = std::mem::size_of::<C::Xyzz>() / 8;
@@ -214,12 +219,13 @@ impl GpuMsm {
         scratch
             .run_slots(member)
             .ones_parts
-            .get((&self.memory, s), runs * xw)
+            .get((memory.unwrap_or(&self.memory), s), runs * xw)
             .map_err(gpu_err)?
             .zero_async(0, runs * xw, s)
             .map_err(gpu_err)?;
         Ok(RunSum {
             member,
+            memory: memory.cloned(),
             runs,
             done: 0,
             plan: None,
@@ -362,7 +368,8 @@ impl GpuMsm {
                     sum.plan = Some(p);
                     if sum.runs > 1 {
                         let words = p.windows as usize * p.buckets() * xw;
-                        match scratch.run_slots(sum.member).totals.get(g, words) {
+                        let on = (sum.memory.as_ref().unwrap_or(&self.memory), s);
+                        match scratch.run_slots(sum.member).totals.get(on, words) {
                             Ok(t) => {
                                 t.zero_async(0, words, s).map_err(e)?;
                                 sum.accumulated = true;

@@ -160,7 +160,7 @@ impl GpuMsm {
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
         let copies = Copies { c: bases.c, copies: bases.copies, stride: bases.len };
-        self.msm_resident::<C>(bases.points.device_ptr(), 0, bases.len, Some(copies), scalars, mask)
+        self.msm_resident::<C>(bases.points.device_ptr(), 0, bases.len, Some(copies), scalars.into(), mask)
     }
 }
 

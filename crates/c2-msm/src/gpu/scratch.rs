@@ -91,6 +91,14 @@ pub(super) struct RunSlots {
 }
 
 impl Scratch {
+    /// Gives back every batch member's run slots and the host members'
+    /// scalar slots (a batch whose caller lent their memory). The caller
+    /// has synchronised the streams that used them.
+    pub(super) fn release_members(&mut self) {
+        self.runs.clear();
+        self.stream_scalars = [Vec::new(), Vec::new()];
+    }
+
     /// The run slots of MSM `member` of a batch (made on first use).
     pub(super) fn run_slots(&mut self, member: usize) -> &mut RunSlots {
         while self.runs.len() <= member {

@@ -1,7 +1,7 @@
 //! MSMs over bases in host memory, streamed through two device slots.
 
 use blstrs::{G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
-use c2_cuda::{GpuError, PinnedShared, Stager};
+use c2_cuda::{DeviceMemory, GpuError, PinnedShared, Stager};
 use group::Group;
 
 use crate::{check_shape, Density, Msm, MsmError};
@@ -24,6 +24,12 @@ pub enum BatchScalars<'a> {
     /// which a small card cannot keep on the device for several partitions
     /// at once (4.3 GB each at 32 GiB).
     Host(&'a [Scalar]),
+    /// As [`BatchScalars::Host`], in page-locked host memory (a
+    /// `c2_cuda::PinnedBuffer`): each chunk is copied by the DMA engine
+    /// straight from it, with no host copy into the staging slots (a
+    /// 32 GiB partition's H is 4.3 GB per pass and member). Pageable memory
+    /// here is still correct, only staged by the driver.
+    Pinned(&'a [Scalar]),
 }
 
 impl BatchScalars<'_> {
@@ -31,7 +37,7 @@ impl BatchScalars<'_> {
     pub fn len(&self) -> usize {
         match self {
             Self::Device(s, _) => s.len(),
-            Self::Host(s) => s.len(),
+            Self::Host(s) | Self::Pinned(s) => s.len(),
         }
     }
 
@@ -43,7 +49,7 @@ impl BatchScalars<'_> {
     fn mask(&self) -> Option<&DeviceDensity> {
         match self {
             Self::Device(_, m) => *m,
-            Self::Host(_) => None,
+            Self::Host(_) | Self::Pinned(_) => None,
         }
     }
 }
@@ -74,7 +80,7 @@ impl GpuMsm {
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
         let one = [BatchScalars::Device(scalars.into(), mask)];
-        Ok(self.msm_streamed::<C>(bases, false, &one)?.remove(0))
+        Ok(self.msm_streamed::<C>(bases, false, &one, None)?.remove(0))
     }
 
     /// [`GpuMsm::msm_host_bases`] over page-locked bases from index `first`
@@ -88,7 +94,7 @@ impl GpuMsm {
         mask: Option<&DeviceDensity>,
     ) -> Result<C::Projective, MsmError> {
         let one = [BatchScalars::Device(scalars.into(), mask)];
-        Ok(self.msm_batch_pinned_bases::<C>(bases, first, &one)?.remove(0))
+        Ok(self.msm_batch_pinned_bases::<C>(bases, first, &one, None)?.remove(0))
     }
 
     /// Several MSMs over the same bases in host memory, in one streamed
@@ -100,12 +106,20 @@ impl GpuMsm {
     /// [`GpuMsm::msm_host_bases`] (same sums, exact arithmetic). Results in
     /// `members` order; the stage times ([`GpuMsm::last_stage_times`]) are
     /// the whole batch's.
+    ///
+    /// `state`: where the members' own device memory comes from (their
+    /// ones' points and bucket totals, ~0.2 GB per member in G2 at 32 GiB,
+    /// and the host members' two chunks of scalars); `None`: this
+    /// instance's memory, kept for the next MSM. A caller whose MSM arena
+    /// was planned for one MSM hands the arena it planned the members in;
+    /// that memory is given back before this returns.
     pub fn msm_batch_host_bases<C: GpuCurve>(
         &self,
         bases: &[C::Affine],
         members: &[BatchScalars<'_>],
+        state: Option<&DeviceMemory>,
     ) -> Result<Vec<C::Projective>, MsmError> {
-        self.msm_streamed::<C>(bases, false, members)
+        self.msm_streamed::<C>(bases, false, members, state)
     }
 
     /// [`GpuMsm::msm_batch_host_bases`] over page-locked bases from index
@@ -116,16 +130,19 @@ impl GpuMsm {
         bases: &PinnedShared<C::Affine>,
         first: usize,
         members: &[BatchScalars<'_>],
+        state: Option<&DeviceMemory>,
     ) -> Result<Vec<C::Projective>, MsmError> {
-        self.msm_streamed::<C>(bases.as_slice().get(first..).unwrap_or(&[]), true, members)
+        self.msm_streamed::<C>(bases.as_slice().get(first..).unwrap_or(&[]), true, members, state)
     }
 
-    /// The streamed MSMs; `pinned`: `bases` are page-locked.
+    /// The streamed MSMs; `pinned`: `bases` are page-locked; `state`: the
+    /// members' memory (see [`GpuMsm::msm_batch_host_bases`]).
     fn msm_streamed<C: GpuCurve>(
         &self,
         bases: &[C::Affine],
         pinned: bool,
         members: &[BatchScalars<'_>],
+        state: Option<&DeviceMemory>,
     ) -> Result<Vec<C::Projective>, MsmError> {
         let lens = members
             .iter()
@@ -136,12 +153,14 @@ impl GpuMsm {
             return Ok(vec![C::Projective::identity(); members.len()]);
         }
         let bases = &bases[..n];
-        // The members whose scalars come from the host, in order.
-        let hosted: Vec<(usize, &[Scalar])> = members
+        // The members whose scalars come from the host, in order, and
+        // whether they are page-locked.
+        let hosted: Vec<(&[Scalar], bool)> = members
             .iter()
             .enumerate()
             .filter_map(|(i, m)| match m {
-                BatchScalars::Host(s) => Some((i, &s[..lens[i]])),
+                BatchScalars::Host(s) => Some((&s[..lens[i]], false)),
+                BatchScalars::Pinned(s) => Some((&s[..lens[i]], true)),
                 BatchScalars::Device(..) => None,
             })
             .collect();
@@ -167,7 +186,7 @@ impl GpuMsm {
             for set in scalar_slots.iter_mut().take(used) {
                 set.resize_with(set.len().max(hosted.len()), Slot::new);
                 for slot in set.iter_mut().take(hosted.len()) {
-                    slot.get((&self.memory, &streams.compute), chunk)?;
+                    slot.get((state.unwrap_or(&self.memory), &streams.compute), chunk)?;
                 }
             }
             Ok(())
@@ -186,7 +205,7 @@ impl GpuMsm {
             None => Stager::with_priority(&self.gpu, STAGING_BYTES, stream_priority(&self.config)).map_err(gpu_err)?,
         };
         let streams_ref: &Streams = streams;
-        let memory = &self.memory;
+        let memory = state.unwrap_or(&self.memory);
         let hosted_ref = &hosted;
         // Chunk k (its bases, and the host members' scalars of its range)
         // into the slots of parity k % 2 through the pinned staging path,
@@ -208,11 +227,16 @@ impl GpuMsm {
                     stager.upload(buf, 0, &bases[lo..hi]).map_err(gpu_err)?;
                 }
                 let mut scalars = Vec::with_capacity(hosted_ref.len());
-                for (&(_, s), slot) in hosted_ref.iter().zip(scalar_set.iter_mut()) {
+                for (&(s, page_locked), slot) in hosted_ref.iter().zip(scalar_set.iter_mut()) {
                     let d = slot.get((memory, stager.stream()), chunk).map_err(gpu_err)?;
                     let part = s.get(lo..hi.min(s.len())).unwrap_or(&[]);
-                    if !part.is_empty() {
-                        stager.upload(d, 0, part).map_err(gpu_err)?;
+                    match (part.is_empty(), page_locked) {
+                        (true, _) => {}
+                        // SAFETY: as the pinned bases above: `members` stays
+                        // borrowed (unchanged) until the copy stream is
+                        // synchronised below, on every path.
+                        (false, true) => unsafe { d.upload_async(0, part, stager.stream()) }.map_err(gpu_err)?,
+                        (false, false) => stager.upload(d, 0, part).map_err(gpu_err)?,
                     }
                     scalars.push(d.device_ptr());
                 }
@@ -224,7 +248,7 @@ impl GpuMsm {
             let [v0, v1] = &mut scalar_slots;
             let mut idle: [Option<ChunkSlots<'_>>; 2] = [Some((s0, v0)), Some((s1, v1))];
             let mut sums = (0..members.len())
-                .map(|i| self.begin::<C>(streams_ref, scratch, chunks.len(), i))
+                .map(|i| self.begin::<C>(streams_ref, scratch, chunks.len(), i, state))
                 .collect::<Result<Vec<_>, _>>()?;
             let first = idle[0].take().expect("slot 0");
             let (b0, v0) = first;
@@ -257,7 +281,7 @@ impl GpuMsm {
                     let (range, scalars, mask) = match *m {
                         BatchScalars::Device(s, mask) => (BaseRange { ptr: at.bases, lo, hi, copies: None }, s, mask),
                         // This chunk's scalars, numbered from its first base.
-                        BatchScalars::Host(_) => {
+                        BatchScalars::Host(_) | BatchScalars::Pinned(_) => {
                             let len = lens[i].min(hi).saturating_sub(lo);
                             let ptr = at.scalars[hosted_seen];
                             hosted_seen += 1;
@@ -291,6 +315,16 @@ impl GpuMsm {
         streams.stager = Some(stager);
         scratch.stream_bases = slots;
         scratch.stream_scalars = scalar_slots;
+        if state.is_some() {
+            // The caller's memory goes back, on every path, once the
+            // kernels that use it are done (a pool hands a freed range out
+            // again at once; if the wait fails the device is lost, and the
+            // buffers are dropped all the same rather than kept from the
+            // caller's arena).
+            let waited = streams.compute.synchronize().map_err(gpu_err);
+            scratch.release_members();
+            waited?;
+        }
         settled?;
         self.after_msm(streams, scratch)?;
         result
