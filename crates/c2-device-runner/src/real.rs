@@ -138,16 +138,43 @@ pub struct RealBench {
     pub cap_variants: Vec<String>,
 }
 
-/// The capped runs' variants: name, label, bytes of streamed parameters
-/// page-locked, a, b, c from streamed matrices, repeated matrices kept,
-/// partitions per batched pass (`None`: the plan's).
-pub const CAP_VARIANTS: [(&str, &str, usize, bool, bool, Option<usize>); 5] = [
-    ("streamed", "page-locked, a, b, c from streamed matrices", 64 << 30, true, false, Some(1)),
-    ("repeated", "page-locked, a, b, c from resident repeated matrices", 64 << 30, true, true, Some(1)),
-    ("host", "page-locked, a, b, c from the host", 64 << 30, false, false, Some(1)),
-    ("staged", "staged, a, b, c from streamed matrices", 0, true, false, Some(1)),
-    ("batched", "page-locked, repeated matrices, batched MSM passes", 64 << 30, true, true, None),
-];
+/// One capped run's backend: how the streamed parameters and a, b, c
+/// travel, and how many partitions share a pass.
+pub struct CapVariant {
+    /// Its name for `--real-cap-variants`.
+    pub name: &'static str,
+    /// Its label in the report.
+    pub label: &'static str,
+    /// Bytes of streamed parameters page-locked (0: staged).
+    pub pin: usize,
+    /// a, b, c from streamed matrices (else from the host).
+    pub stream_matrices: bool,
+    /// The repeated matrices kept on the device.
+    pub repeated_matrices: bool,
+    /// Partitions per batched pass (`None`: the plan's).
+    pub max_batch: Option<usize>,
+}
+
+/// The capped runs' variants.
+pub const CAP_VARIANTS: [CapVariant; 5] = {
+    const fn v(
+        name: &'static str,
+        label: &'static str,
+        pin: usize,
+        stream_matrices: bool,
+        repeated_matrices: bool,
+        max_batch: Option<usize>,
+    ) -> CapVariant {
+        CapVariant { name, label, pin, stream_matrices, repeated_matrices, max_batch }
+    }
+    [
+        v("streamed", "page-locked, a, b, c from streamed matrices", 64 << 30, true, false, Some(1)),
+        v("repeated", "page-locked, a, b, c from resident repeated matrices", 64 << 30, true, true, Some(1)),
+        v("host", "page-locked, a, b, c from the host", 64 << 30, false, false, Some(1)),
+        v("staged", "staged, a, b, c from streamed matrices", 0, true, false, Some(1)),
+        v("batched", "page-locked, repeated matrices, batched MSM passes", 64 << 30, true, true, None),
+    ]
+};
 
 /// Runs both paths over the first `partitions` partitions of a CC test
 /// sector, one verified whole-sector proof, then what `b` asks for.
@@ -410,10 +437,12 @@ fn capped(
     uncapped: &[u8],
 ) -> Result<(), String> {
     let rp = b.sector;
-    let variants = CAP_VARIANTS.iter().filter(|v| b.cap_variants.is_empty() || b.cap_variants.iter().any(|n| n == v.0));
-    let variants: Vec<_> = variants.collect();
+    let variants: Vec<&CapVariant> = CAP_VARIANTS
+        .iter()
+        .filter(|v| b.cap_variants.is_empty() || b.cap_variants.iter().any(|n| n == v.name))
+        .collect();
     for &cap in &b.caps {
-        for &&(_, label, pin, stream_matrices, repeated_matrices, max_batch) in &variants {
+        for &&CapVariant { label, pin, stream_matrices, repeated_matrices, max_batch, .. } in &variants {
             let mut config = GpuBackendConfig {
                 workers_per_device: 1,
                 pin_streamed_params: pin,

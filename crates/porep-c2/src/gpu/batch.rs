@@ -27,6 +27,9 @@ use crate::error::Error;
 use crate::groth16::{assemble, Sums};
 use crate::report::{GpuTimes, ProveTimings};
 
+/// One partition's outcome.
+type Proved = Result<(Proof<Bls12>, ProveTimings), Error>;
+
 /// A partition of a batch between its compute_h and the batch's MSM
 /// passes: what the passes need of it, on the host.
 pub(super) struct Member {
@@ -107,7 +110,7 @@ impl GpuProver {
             Partition::Witness(w) => Some(w.matrices.clone()),
             Partition::Synthesized(_) => None,
         };
-        let mut results: Vec<Option<Result<(Proof<Bls12>, ProveTimings), Error>>> = (0..n).map(|_| None).collect();
+        let mut results: Vec<Option<Proved>> = (0..n).map(|_| None).collect();
         let mut members: Vec<(usize, Member)> = Vec::with_capacity(n);
         let mut pin_failed = false;
         for (i, job) in jobs.into_iter().enumerate() {
@@ -139,8 +142,7 @@ impl GpuProver {
                 Err(e) => Some(Err(e)),
             };
         }
-        type Slot = Option<Result<(Proof<Bls12>, ProveTimings), Error>>;
-        let finish = |group: &mut [(usize, Member)], results: &mut [Slot]| -> Result<(), Error> {
+        let finish = |group: &mut [(usize, Member)], results: &mut [Option<Proved>]| -> Result<(), Error> {
             let sums = self.member_msms(params, params_key, group)?;
             for ((i, m), sums) in group.iter_mut().zip(sums) {
                 let mut t = std::mem::take(&mut m.t);
