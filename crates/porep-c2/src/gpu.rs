@@ -960,7 +960,7 @@ impl GpuProver {
     /// ([`batch::Member`]). A member whose a, b, c came from the host (no
     /// compact witness) is proved whole and `h_host` goes back to the pool.
     fn prove_staged(&self, job: PartitionJob<'_>, mut h_host: Option<PinnedBuffer<Scalar>>) -> Result<Staged, Error> {
-        let PartitionJob { partition_data, host, params, params_key, r, s: s_blind, .. } = job;
+        let PartitionJob { partition, partition_data, host, params, params_key, r, s: s_blind } = job;
         // The urgent lane's whole proof: the device's other workers queue
         // nothing new meanwhile (their running kernels finish first).
         let _urgent = self.urgent.then(|| self.yield_gate.urgent());
@@ -1187,7 +1187,18 @@ impl GpuProver {
             g.d2h_bytes += ((m - 1) * std::mem::size_of::<Scalar>()) as u64;
             g.stage += clock.elapsed();
             settle.armed = false;
-            return Ok(Staged::Member(batch::Member { h, h_len: m - 1, inputs, aux, shape, r, s: s_blind, t, g }));
+            return Ok(Staged::Member(batch::Member {
+                partition,
+                h,
+                h_len: m - 1,
+                inputs,
+                aux,
+                shape,
+                r,
+                s: s_blind,
+                t,
+                g,
+            }));
         }
         if let Some(h) = h_host {
             self.h_pool.put(h);
@@ -1238,6 +1249,7 @@ impl GpuProver {
         g.spans_ms
             .push((k.msms_start.elapsed_ms(&self.epoch).map_err(e)?, k.msms_end.elapsed_ms(&self.epoch).map_err(e)?));
         (settle.armed, settle_masks.armed) = (false, false);
+        log::debug!("porep-c2: partition {partition} sums (alone): {}", sums.digest());
         let proof = timed(&mut t.assemble, || assemble(&params.vk, r, s_blind, &sums));
         t.gpu = Some(g);
         Ok(Staged::Proved(proof, t))

@@ -158,6 +158,23 @@ pub(crate) fn run_msms(
     Ok(Sums { h, l, a, b_g1, b_g2 })
 }
 
+impl Sums {
+    /// The first 6 bytes of each sum's compressed form, for a debug log
+    /// that compares two paths' sums query by query (a batch member's
+    /// against the same partition proved alone).
+    pub(crate) fn digest(&self) -> String {
+        let short = |b: &[u8]| b[..6].iter().map(|x| format!("{x:02x}")).collect::<String>();
+        format!(
+            "H {} L {} A {} B1 {} B2 {}",
+            short(&self.h.to_affine().to_compressed()),
+            short(&self.l.to_affine().to_compressed()),
+            short(&self.a.to_affine().to_compressed()),
+            short(&self.b_g1.to_affine().to_compressed()),
+            short(&self.b_g2.to_affine().to_compressed())
+        )
+    }
+}
+
 /// Blinds with `r`, `s` and assembles, in bellperson's grouping.
 pub(crate) fn assemble(vk: &VerifyingKey<Bls12>, r: Scalar, s_blind: Scalar, sums: &Sums) -> Proof<Bls12> {
     // A = alpha + sum a_i(tau) z_i + r delta

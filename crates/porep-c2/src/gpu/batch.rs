@@ -33,6 +33,8 @@ type Proved = Result<(Proof<Bls12>, ProveTimings), Error>;
 /// A partition of a batch between its compute_h and the batch's MSM
 /// passes: what the passes need of it, on the host.
 pub(super) struct Member {
+    /// The partition's index in its proof (for logs).
+    pub partition: usize,
     /// H's coefficients (Montgomery form) in the first `h_len` elements.
     pub h: PinnedBuffer<Scalar>,
     /// m - 1: the H MSM's length.
@@ -144,7 +146,9 @@ impl GpuProver {
         }
         let finish = |group: &mut [(usize, Member)], results: &mut [Option<Proved>]| -> Result<(), Error> {
             let sums = self.member_msms(params, params_key, group)?;
+            let k = group.len();
             for ((i, m), sums) in group.iter_mut().zip(sums) {
+                log::debug!("porep-c2: partition {} sums (batch of {k}): {}", m.partition, sums.digest());
                 let mut t = std::mem::take(&mut m.t);
                 let proof = crate::report::timed(&mut t.assemble, || assemble(&params.vk, m.r, m.s, &sums));
                 t.gpu = Some(std::mem::take(&mut m.g));
