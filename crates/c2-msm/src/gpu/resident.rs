@@ -15,7 +15,7 @@ impl GpuMsm {
     /// `mask.len()` with a mask. The MSM runs on this instance's own stream:
     /// uploads or kernels that write `bases` or `scalars` on another stream
     /// must be complete (synchronised) before the call. The scalars are
-    /// field elements ([`DeviceScalars`]) or a compact witness
+    /// field elements ([`super::DeviceScalars`]) or a compact witness
     /// ([`super::DeviceCompact`]).
     pub fn msm_device<'a, C: GpuCurve>(
         &self,
