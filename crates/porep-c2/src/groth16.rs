@@ -158,6 +158,7 @@ pub(crate) fn run_msms(
     Ok(Sums { h, l, a, b_g1, b_g2 })
 }
 
+#[cfg(feature = "cuda")]
 impl Sums {
     /// The first 6 bytes of each sum's compressed form, for a debug log
     /// that compares two paths' sums query by query (a batch member's
