@@ -148,6 +148,12 @@ pub struct GpuBackendConfig {
     /// member holds its H on the host, page-locked, between its compute_h
     /// and the passes (4.3 GB at 32 GiB; the vectors are kept for reuse).
     /// `None`: the plan's bound; `Some(1)`: one partition at a time.
+    /// Default `Some(1)`: the first device run of batched passes on a real
+    /// 32 GiB sector (24 GiB cap, H100, 2026-12-07) gave proofs that did
+    /// not verify for every partition proved in a batch of two or more
+    /// (those proved alone verified; the facade returned no proof). Off
+    /// until the device suite (`scripts/post_device_check.sh ... batched`)
+    /// shows a batch's bytes equal to the unbatched run's.
     pub max_batch: Option<usize>,
 }
 
@@ -165,7 +171,7 @@ impl Default for GpuBackendConfig {
             repeated_matrices: true,
             h_copies: None,
             urgent_lane: Some(UrgentLane::default()),
-            max_batch: None,
+            max_batch: Some(1),
         }
     }
 }
