@@ -471,6 +471,26 @@ fn batch_suite<C: Oracle>(
             got.get(i) == Some(&want[i]),
         );
     }
+    // Bases that fit one chunk (a batch's public-input parts): every
+    // member's single run leaves its windows in the shared finals, so each
+    // must be collected before the next member runs.
+    let one = 3000;
+    let c_one = mb.upload_compact(&CompactWitness::from_scalars(&porep[..one])).map_err(e)?;
+    let small = [
+        BatchScalars::Device(DeviceScalars::montgomery(&d_full).prefix(one).into(), None),
+        BatchScalars::Device(MsmScalars::Compact(&c_one), None),
+        BatchScalars::Host(&host[..one]),
+    ];
+    let got = mb.msm_batch_host_bases::<C>(&all[..one], &small, None).map_err(e)?;
+    let want_small = [
+        C::cpu(&all[..one], &full[..one], None),
+        C::cpu(&all[..one], &porep[..one], None),
+        C::cpu(&all[..one], &host[..one], None),
+    ];
+    r.check(
+        format!("msm {}{tag} batch of 3 over 3000 bases (one chunk): each member its own sum", C::PREFIX),
+        got.len() == 3 && got.iter().zip(&want_small).all(|(g, w)| g == w),
+    );
     // Page-locked bases from base 7 on, slots sized in bytes (G1 chunks of
     // 4099 bases), scratch given back after the MSM: two and three members.
     let first = 7;

@@ -193,6 +193,14 @@ pub(super) struct RunSum<C: GpuCurve> {
     accumulated: bool,
     /// The windows of a single run, reduced, wait in `scratch.finals`.
     pending_windows: bool,
+    /// Other MSMs of a batch run between this one's runs and its finish:
+    /// `scratch.finals` is theirs too, so a single run's windows are
+    /// collected at once instead of waiting there (the next member's run
+    /// would overwrite them: a batch over bases that fit one chunk, e.g.
+    /// the public inputs' parts, gave every member but the last the last
+    /// member's windows: the first device run of a GPU worker's batches,
+    /// 2026-12-07, where only each batch's last partition verified).
+    shares_finals: bool,
     /// Windows of runs that reduced their own.
     partial: C::Projective,
     /// Stage events of the runs, read once the stream has passed them.
@@ -211,6 +219,7 @@ impl GpuMsm {
         runs: usize,
         member: usize,
         memory: Option<&DeviceMemory>,
+        shares_finals: bool,
     ) -> Result<RunSum<C>, MsmError> {
         let s = &streams.compute;
         let xw = std::mem::size_of::<C::Xyzz>() / 8;
@@ -231,6 +240,7 @@ impl GpuMsm {
             plan: None,
             accumulated: false,
             pending_windows: false,
+            shares_finals,
             partial: C::Projective::identity(),
             clocks: Vec::new(),
         })
@@ -401,7 +411,7 @@ impl GpuMsm {
                 w0 += wn;
             }
             if !sum.accumulated {
-                if sum.runs == 1 {
+                if sum.runs == 1 && !sum.shares_finals {
                     sum.pending_windows = true;
                 } else {
                     let finals = scratch.finals.buf.as_ref().expect("allocated above").device_ptr();

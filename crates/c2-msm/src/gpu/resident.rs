@@ -59,7 +59,7 @@ impl GpuMsm {
         // buckets summed into one set (`pippenger::RunSum`).
         let run = self.config.max_run.unwrap_or(needed).max(1);
         let result = (|| {
-            let mut sum = self.begin::<C>(streams, scratch, needed.div_ceil(run), 0, None)?;
+            let mut sum = self.begin::<C>(streams, scratch, needed.div_ceil(run), 0, None, false)?;
             for lo in (0..needed).step_by(run) {
                 let ptr = ptr + ((first + lo) * point) as u64;
                 let range = BaseRange { ptr, lo, hi: (lo + run).min(needed), copies };

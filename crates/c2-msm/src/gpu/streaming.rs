@@ -248,7 +248,7 @@ impl GpuMsm {
             let [v0, v1] = &mut scalar_slots;
             let mut idle: [Option<ChunkSlots<'_>>; 2] = [Some((s0, v0)), Some((s1, v1))];
             let mut sums = (0..members.len())
-                .map(|i| self.begin::<C>(streams_ref, scratch, chunks.len(), i, state))
+                .map(|i| self.begin::<C>(streams_ref, scratch, chunks.len(), i, state, members.len() > 1))
                 .collect::<Result<Vec<_>, _>>()?;
             let first = idle[0].take().expect("slot 0");
             let (b0, v0) = first;
