@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use bellperson::groth16::{Parameters, Proof};
-use blstrs::{Bls12, G1Affine, G1Projective, G2Projective, Scalar};
+use blstrs::{Bls12, G1Affine, G1Projective, G2Affine, G2Projective, Scalar};
 use c2_abc::{AbcStream, ChunkedMatrices, DeviceMatrices, GpuAbc, PinnedChunks};
 use c2_core::{Density, Synthesized};
 use c2_cuda::{
@@ -747,6 +747,31 @@ fn bases<'a, A>(
     }
 }
 
+/// Where a G1 query's bases are: resident, page-locked, else on the host.
+fn g1_bases<'a>(
+    srs: Option<&'a ResidentSrs>,
+    pins: Option<&'a PinnedSet>,
+    p: &'a Parameters<Bls12>,
+    query: G1Query,
+) -> Bases<'a, G1Affine> {
+    let pinned = pins.and_then(|x| x.g1(query));
+    match query {
+        G1Query::H => bases(srs.and_then(|x| x.h.as_ref()), pinned, &p.h),
+        G1Query::L => bases(srs.and_then(|x| x.l.as_ref()), pinned, &p.l),
+        G1Query::A => bases(srs.and_then(|x| x.a.as_ref()), pinned, &p.a),
+        G1Query::BG1 => bases(srs.and_then(|x| x.b_g1.as_ref()), pinned, &p.b_g1),
+    }
+}
+
+/// Where B_G2's bases are (as [`g1_bases`]).
+fn g2_bases<'a>(
+    srs: Option<&'a ResidentSrs>,
+    pins: Option<&'a PinnedSet>,
+    p: &'a Parameters<Bls12>,
+) -> Bases<'a, G2Affine> {
+    bases(srs.and_then(|x| x.b_g2.as_ref()), pins.and_then(|x| x.g2()), &p.b_g2)
+}
+
 impl PartitionMsms for DeviceMsms<'_> {
     fn g1(&mut self, query: G1Query, step: MsmStep) -> Result<G1Projective, Error> {
         if let (G1Query::H, Some(copies), 0) = (query, self.h_copies, step.first_base) {
@@ -758,14 +783,7 @@ impl PartitionMsms for DeviceMsms<'_> {
             }
             self.prover.h_copies.too_big_for_budget(self.prover.msm.config().memory_budget);
         }
-        let (p, srs) = (self.params, self.srs);
-        let pinned = self.pins.and_then(|x| x.g1(query));
-        let b = match query {
-            G1Query::H => bases(srs.and_then(|x| x.h.as_ref()), pinned, &p.h),
-            G1Query::L => bases(srs.and_then(|x| x.l.as_ref()), pinned, &p.l),
-            G1Query::A => bases(srs.and_then(|x| x.a.as_ref()), pinned, &p.a),
-            G1Query::BG1 => bases(srs.and_then(|x| x.b_g1.as_ref()), pinned, &p.b_g1),
-        };
+        let b = g1_bases(self.srs, self.pins, self.params, query);
         let (sum, ms) = self.run::<G1>(b, step)?;
         let t = &mut *self.times;
         *match query {
@@ -778,7 +796,7 @@ impl PartitionMsms for DeviceMsms<'_> {
     }
 
     fn g2(&mut self, step: MsmStep) -> Result<G2Projective, Error> {
-        let b = bases(self.srs.and_then(|x| x.b_g2.as_ref()), self.pins.and_then(|x| x.g2()), &self.params.b_g2);
+        let b = g2_bases(self.srs, self.pins, self.params);
         let (sum, ms) = self.run::<G2>(b, step)?;
         self.times.msm_b_g2_ms += ms;
         Ok(sum)

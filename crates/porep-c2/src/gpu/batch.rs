@@ -20,8 +20,8 @@ use c2_core::CompactWitness;
 use c2_cuda::{DeviceBuffer, Gpu, GpuError, PinnedBuffer};
 use c2_msm::gpu::{BatchScalars, DeviceScalars, GpuCurve, MsmScalars, G1, G2};
 
-use super::{bases, dev, Bases, GpuProver, SettleOnError, Staged};
-use crate::backend::{Partition, PartitionJob};
+use super::{dev, g1_bases, g2_bases, Bases, GpuProver, SettleOnError, Staged};
+use crate::backend::{Partition, PartitionJob, PartitionProver};
 use crate::config::ShapeMatrices;
 use crate::error::Error;
 use crate::groth16::{assemble, Sums};
@@ -127,7 +127,7 @@ impl GpuProver {
                         log::warn!(
                             "porep-c2: {}: no page-locked host memory for another partition's H ({e}); \
                              the rest of this batch alone",
-                            self.name_for_logs()
+                            self.name()
                         );
                         pin_failed = true;
                         None
@@ -165,7 +165,7 @@ impl GpuProver {
             Err(e) if e.is_device_out_of_memory() && members.len() > 1 => {
                 log::warn!(
                     "porep-c2: {}: a batch of {} ran out of device memory ({e}); its MSMs one partition at a time",
-                    self.name_for_logs(),
+                    self.name(),
                     members.len()
                 );
                 for one in members.chunks_mut(1) {
@@ -187,11 +187,6 @@ impl GpuProver {
             .into_iter()
             .map(|r| r.unwrap_or_else(|| Err(dev(GpuError::Invalid("a batch member without a result".into())))))
             .collect()
-    }
-
-    /// This worker's name for logs.
-    fn name_for_logs(&self) -> String {
-        format!("cuda:{}/{}", self.device, self.worker)
     }
 
     /// The MSMs of every member, one pass per query over the parameters
@@ -256,16 +251,9 @@ impl GpuProver {
         };
         let k_marks = &self.marks;
         k_marks.msms_start.record(&self.stream).map_err(e)?;
-        let (p, srs_of) = (params, srs);
-        let pinned = |q| pins.and_then(|x| x.g1(q));
         use crate::groth16::G1Query as Q;
-        let g1 = |q: Q| match q {
-            Q::H => bases(srs_of.and_then(|x| x.h.as_ref()), pinned(q), &p.h),
-            Q::L => bases(srs_of.and_then(|x| x.l.as_ref()), pinned(q), &p.l),
-            Q::A => bases(srs_of.and_then(|x| x.a.as_ref()), pinned(q), &p.a),
-            Q::BG1 => bases(srs_of.and_then(|x| x.b_g1.as_ref()), pinned(q), &p.b_g1),
-        };
-        let g2 = bases(srs_of.and_then(|x| x.b_g2.as_ref()), pins.and_then(|x| x.g2()), &p.b_g2);
+        let g1 = |q: Q| g1_bases(srs, pins, params, q);
+        let g2 = g2_bases(srs, pins, params);
 
         // H: each member's coefficients from its page-locked host vector.
         let hs: Vec<BatchScalars<'_>> =
