@@ -5,7 +5,7 @@
 # bellperson-cuda` partition 0 is also proved by bellperson's CUDA prover
 # with the same parameters, r and s (bytes compared in the runner).
 #
-#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon|msm-capped|batched|msm-batched
+#   scripts/post_device_check.sh BIN_DIR OUT daemon|daemon-update|window|winning-update|update|setup|verified|capped|capped-daemon|abc-capped|window-daemon|msm-capped|batched|msm-batched|batched-table
 #
 # daemon:         `--only daemon`: registered 2 KiB WindowPoSt, WinningPoSt
 #                 and a SnapDeals update through the daemon on the GPU
@@ -41,6 +41,10 @@
 #                 verified, bytes == the uncapped whole proof's.
 # msm-batched:    `--only msm --quick` (batched passes == blst), then
 #                 `batched`.
+# batched-table:  issue 42's table: CAP_PROOFS (5) whole 32 GiB proofs at 24
+#                 and 16 GiB caps with CAP_WORKERS (1,2) workers asked for,
+#                 batched passes, 2 proofs in flight: verified, bytes == the
+#                 uncapped proof's, PCIe bytes, batches, 25 GB/s projection.
 # WINDOW_LIMIT, CAPPED_LIMIT, UPDATE_LIMIT, DAEMON_LIMIT, SETUP_LIMIT and REAL_LIMIT
 # (seconds) bound those steps when a call holds several parts.
 # Each command's log goes to OUT/<name>.log (limited by `timeout`, so one
@@ -105,6 +109,9 @@ batched|msm-batched)
         step msm "${MSM_LIMIT:-150}" "$runner" --only msm --quick --skip-bench
     fi
     step batched-32g "${CAPPED_LIMIT:-420}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16 --real-cap-partitions 10 --real-cap-variants repeated,batched
+    ;;
+batched-table)
+    step batched-table "${CAPPED_LIMIT:-560}" "$runner" --only real --real-sector 32g --real-partitions 1 --real-vram-caps 24,16 --real-cap-variants none --real-cap-proofs "${CAP_PROOFS:-5}" --real-cap-workers "${CAP_WORKERS:-1,2}"
     ;;
 msm-capped)
     step msm "${MSM_LIMIT:-220}" "$runner" --only msm --quick --skip-bench

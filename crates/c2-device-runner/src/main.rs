@@ -19,12 +19,14 @@
 //!     [--only abc --abc-sectors 2k,8m,32g]  (a, b, c from constraint matrices: GPU == CPU on random
 //!         and real CC-sector matrices; record, witness, upload and kernel times)
 //!     [--only real --real-sector 32g --real-partitions 2 [--real-proofs 5 --real-concurrency 2,3]
-//!      [--real-vram-caps 24,16 [--real-cap-partitions 10] [--real-cap-variants repeated,batched]]
+//!      [--real-vram-caps 24,16 [--real-cap-partitions 10] [--real-cap-variants repeated,batched]
+//!       [--real-cap-proofs 5 --real-cap-workers 1,2]]
 //!      [--bellperson]]
 //!         (a real CC test sector, Groth16 test parameters for its circuit generated on the GPU: the
 //!         first partitions by the witness-only path vs the circuit path, same bytes; one whole-sector
 //!         proof verified by the facade and by filecoin-proofs' verify_seal; then whole-sector proofs,
-//!         c2-bench style, bellperson on partition 0 (same bytes), the capped suite; all verified)
+//!         c2-bench style, bellperson on partition 0 (same bytes), the capped suite; with
+//!         --real-cap-proofs, whole proofs at each cap and worker count with batched passes; all verified)
 //!     [--bellperson]  (`--only real`, `post`, `update`: partition 0 by bellperson too, same parameters,
 //!         r, s; bytes compared; its CUDA prover in a runner built with `--features bellperson-cuda`)
 //!     [--only affine --msm-g1 24,26 --msm-g2 24,25]  (batched-affine bucket sums vs XYZZ)
@@ -606,6 +608,8 @@ fn main() {
             .and_then(|i| args.get(i + 1))
             .map(|v| v.split(',').map(str::to_string).collect())
             .unwrap_or_default(),
+        cap_proofs: list("--real-cap-proofs", &[0]).first().copied().unwrap_or(0) as usize,
+        cap_workers: list("--real-cap-workers", &[1, 2]).iter().map(|&w| w as usize).collect(),
         bellperson,
     };
     // --only partition: the 32 GiB-shaped partition bench alone.

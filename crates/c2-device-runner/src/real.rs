@@ -136,6 +136,11 @@ pub struct RealBench {
     /// Which capped variants run (`--real-cap-variants`, names of
     /// [`CAP_VARIANTS`]; empty: all).
     pub cap_variants: Vec<String>,
+    /// Whole-sector proofs per cap and worker count with batched passes
+    /// (`--real-cap-proofs`; 0: none): issue 42's table.
+    pub cap_proofs: usize,
+    /// Workers per device asked for in that table (`--real-cap-workers`).
+    pub cap_workers: Vec<usize>,
 }
 
 /// One capped run's backend: how the streamed parameters and a, b, c
@@ -264,6 +269,11 @@ pub fn bench(gpu: Arc<Gpu>, r: &mut Report, b: &RealBench) -> Result<(), String>
         let first = FirstPartitions { inner: whole.clone(), n };
         let uncapped = proof.get(..n * porep_c2::SINGLE_PARTITION_PROOF_LEN).unwrap_or_default().to_vec();
         capped(r, b, &first, &params, &store, &pairs[..n], &uncapped)?;
+        if b.cap_proofs > 0 {
+            for &cap in &b.caps {
+                capped_table(r, b, whole.as_ref(), &params, &store, cap, &proof)?;
+            }
+        }
     }
     Ok(())
 }
@@ -600,62 +610,202 @@ fn throughput(
     store: &Arc<MatrixStore>,
     backend: &porep_c2::Backend,
 ) -> Result<(), String> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); whole.num_partitions()];
     for &c in &b.concurrency {
-        // Witnesses (4.2 GB per 32 GiB partition) in flight for every proof
-        // share 40 GiB: parameters and matrices hold ~57 GB of the 128 GB.
-        let budget = HostBudget::new(40 << 30);
-        // Item bytes 0: the facade's estimate, settled to each partition's size.
-        let config = verified_config(backend, store, SynthesisPath::default(), backend.consumers(), &budget, 0);
-        let next = AtomicUsize::new(0);
-        let t = Instant::now();
-        let reports = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..c)
-                .map(|_| {
-                    scope.spawn(|| {
-                        let mut out = Vec::new();
-                        while next.fetch_add(1, Ordering::Relaxed) < b.proofs {
-                            let one = Instant::now();
-                            let (_, rep) = prove_instance(whole, params, &pairs, &config).map_err(|x| x.to_string())?;
-                            out.push((one.elapsed().as_secs_f64(), rep));
-                        }
-                        Ok::<_, String>(out)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|_| Err("a proving thread panicked".into())))
-                .collect::<Vec<_>>()
-        });
-        let wall = t.elapsed().as_secs_f64();
-        let reports: Vec<(f64, ProofReport)> =
-            reports.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
-        let parts: Vec<_> = reports.iter().flat_map(|(_, rep)| rep.partitions.iter()).collect();
-        let times: Vec<_> = parts.iter().filter_map(|p| p.steps.gpu.clone()).collect();
-        // Kernel-busy per device (the union of its kernel spans) over wall.
-        let busy: Vec<String> = porep_c2::device_busy_ms(&times)
-            .iter()
-            .map(|(d, ms)| format!("cuda:{d} {:.0} %", 100.0 * ms / 1e3 / wall))
-            .collect();
-        let kernels: f64 = times.iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3;
-        let n = parts.len().max(1) as f64;
-        let synth: f64 = parts.iter().map(|p| p.synthesis.as_secs_f64()).sum::<f64>() / n;
-        let h2d: f64 = times.iter().map(|g| g.h2d_bytes as f64).sum::<f64>() / n / 1e9;
-        let latency: f64 = reports.iter().map(|(s, _)| s).sum::<f64>() / reports.len().max(1) as f64;
+        let run = in_flight(whole, params, store, backend, b.proofs, c, backend.consumers())?;
         let line = format!(
-            "real {:?} throughput: {} proofs, -c {c}: {wall:.1} s = {:.2} s/proof (latency {latency:.1} s); kernels {:.2} s/partition, GPU busy [{}]; synthesis {synth:.2} s/partition; {h2d:.2} GB host-to-device per partition; {}",
+            "real {:?} throughput: {} proofs, -c {c}: {:.1} s = {:.2} s/proof (latency {:.1} s); kernels {:.2} s/partition, GPU busy [{}]; synthesis {:.2} s/partition; {:.2} GB host-to-device per partition; {}",
             b.sector,
-            reports.len(),
-            wall / reports.len().max(1) as f64,
-            kernels / n,
-            busy.join(", "),
-            host_memory(&budget, parts.iter().copied()),
+            run.proofs.len(),
+            run.wall,
+            run.wall / run.proofs.len().max(1) as f64,
+            run.latency(),
+            run.kernels(),
+            run.busy(),
+            run.synthesis(),
+            run.h2d_gb(),
+            run.host,
         );
         println!("{line}");
         r.bench.push(line);
-        r.check(format!("real {:?}: {} proofs at -c {c} completed", b.sector, b.proofs), reports.len() == b.proofs);
+        r.check(format!("real {:?}: {} proofs at -c {c} completed", b.sector, b.proofs), run.proofs.len() == b.proofs);
+    }
+    Ok(())
+}
+
+/// Whole-sector proofs run by [`in_flight`]: each proof's wall time,
+/// bytes and report, the run's wall time and host memory line.
+struct InFlight {
+    proofs: Vec<(f64, Vec<u8>, ProofReport)>,
+    wall: f64,
+    host: String,
+}
+
+impl InFlight {
+    fn parts(&self) -> impl Iterator<Item = &porep_c2::PartitionReport> {
+        self.proofs.iter().flat_map(|(_, _, rep)| rep.partitions.iter())
+    }
+
+    fn times(&self) -> Vec<porep_c2::GpuTimes> {
+        self.parts().filter_map(|p| p.steps.gpu.clone()).collect()
+    }
+
+    fn n(&self) -> f64 {
+        self.parts().count().max(1) as f64
+    }
+
+    /// Mean wall time of one proof.
+    fn latency(&self) -> f64 {
+        self.proofs.iter().map(|(s, _, _)| s).sum::<f64>() / self.proofs.len().max(1) as f64
+    }
+
+    /// Kernel seconds per partition.
+    fn kernels(&self) -> f64 {
+        self.times().iter().map(|g| g.kernel_ms() as f64).sum::<f64>() / 1e3 / self.n()
+    }
+
+    /// Host-to-device GB per partition.
+    fn h2d_gb(&self) -> f64 {
+        self.times().iter().map(|g| g.h2d_bytes as f64).sum::<f64>() / self.n() / 1e9
+    }
+
+    /// Device-to-host GB per partition.
+    fn d2h_gb(&self) -> f64 {
+        self.times().iter().map(|g| g.d2h_bytes as f64).sum::<f64>() / self.n() / 1e9
+    }
+
+    /// Synthesis seconds per partition.
+    fn synthesis(&self) -> f64 {
+        self.parts().map(|p| p.synthesis.as_secs_f64()).sum::<f64>() / self.n()
+    }
+
+    /// Kernel-busy per device (the union of its kernel spans) over wall.
+    fn busy(&self) -> String {
+        porep_c2::device_busy_ms(&self.times())
+            .iter()
+            .map(|(d, ms)| format!("cuda:{d} {:.0} %", 100.0 * ms / 1e3 / self.wall))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// How many partitions ran in batches of each size: "size x count".
+    fn batches(&self) -> String {
+        let mut sizes = std::collections::BTreeMap::<usize, usize>::new();
+        for g in self.times() {
+            *sizes.entry(g.batch).or_default() += 1;
+        }
+        sizes.iter().map(|(k, n)| format!("{n} in batches of {k}")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// `proofs` whole-sector proofs (every partition, verified by the facade),
+/// `concurrency` in flight on `backend`, each with `synthesis_workers`,
+/// through the default synthesis path; one host budget of 40 GiB shared by
+/// every proof in flight.
+fn in_flight(
+    whole: &dyn ProofInstance,
+    params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+    store: &Arc<MatrixStore>,
+    backend: &porep_c2::Backend,
+    proofs: usize,
+    concurrency: usize,
+    synthesis_workers: usize,
+) -> Result<InFlight, String> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pairs = vec![(Scalar::from(3u64), Scalar::from(5u64)); whole.num_partitions()];
+    // Witnesses (4.2 GB per 32 GiB partition) in flight for every proof
+    // share 40 GiB: parameters and matrices hold ~57 GB of the 128 GB.
+    let budget = HostBudget::new(40 << 30);
+    // Item bytes 0: the facade's estimate, settled to each partition's size.
+    let config = verified_config(backend, store, SynthesisPath::default(), synthesis_workers, &budget, 0);
+    let next = AtomicUsize::new(0);
+    let t = Instant::now();
+    let outs = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..concurrency)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    while next.fetch_add(1, Ordering::Relaxed) < proofs {
+                        let one = Instant::now();
+                        let (bytes, rep) = prove_instance(whole, params, &pairs, &config).map_err(|x| x.to_string())?;
+                        out.push((one.elapsed().as_secs_f64(), bytes, rep));
+                    }
+                    Ok::<_, String>(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("a proving thread panicked".into())))
+            .collect::<Vec<_>>()
+    });
+    let wall = t.elapsed().as_secs_f64();
+    let proofs: Vec<_> = outs.into_iter().collect::<Result<Vec<_>, _>>()?.into_iter().flatten().collect();
+    let host = host_memory(&budget, proofs.iter().flat_map(|(_, _, rep)| rep.partitions.iter()));
+    Ok(InFlight { proofs, wall, host })
+}
+
+/// Issue 42's table: `b.cap_proofs` whole-sector proofs at each cap with
+/// 1 and 2 workers asked for (a 16-24 GB card holds one 32 GiB worker;
+/// the plan says how many it got), batched passes on, two proofs in
+/// flight so a worker finds the next proof's partitions ready: s/partition,
+/// host-to-device and device-to-host bytes per partition, GPU busy, the
+/// batches formed, every proof's bytes == the uncapped whole proof's; and
+/// the s/partition projected at a 25 GB/s link: the measured wall per
+/// partition less its kernel time (what the host and the ordering add),
+/// plus the larger of the kernel time and the bytes at 25 GB/s (the link
+/// and the kernels overlap: chunks are double-buffered).
+#[allow(clippy::too_many_arguments)]
+fn capped_table(
+    r: &mut Report,
+    b: &RealBench,
+    whole: &dyn ProofInstance,
+    params: &bellperson::groth16::Parameters<blstrs::Bls12>,
+    store: &Arc<MatrixStore>,
+    cap: usize,
+    uncapped: &[u8],
+) -> Result<(), String> {
+    let rp = b.sector;
+    let batched = CAP_VARIANTS.iter().find(|v| v.name == "batched").expect("a batched variant");
+    for &asked in &b.cap_workers {
+        let mut config = GpuBackendConfig {
+            workers_per_device: asked,
+            pin_streamed_params: batched.pin,
+            stream_matrices: batched.stream_matrices,
+            repeated_matrices: batched.repeated_matrices,
+            max_batch: batched.max_batch,
+            ..Default::default()
+        };
+        config.vram.cap = Some(cap << 30);
+        let backend = gpu_backend(&config).map_err(|x| x.to_string())?;
+        let workers = backend.consumers();
+        // A warm-up proof: page-locking (once per process) and the
+        // workers' page-locked H vectors.
+        in_flight(whole, params, store, &backend, 1, 1, 4)?;
+        let run = in_flight(whole, params, store, &backend, b.cap_proofs, 2, 4)?;
+        let n = run.n();
+        let per_partition = run.wall / n;
+        let kernels = run.kernels();
+        let projected = per_partition - kernels + kernels.max(run.h2d_gb() / 25.0);
+        let line = format!(
+            "real {rp:?} cap {cap} GiB, {asked} worker(s) asked, {workers} planned, batched passes: {} proofs (2 in flight) in {:.1} s = {per_partition:.2} s/partition; kernels {kernels:.2} s/partition, GPU busy [{}]; {:.1} GB host-to-device, {:.1} GB device-to-host per partition; {}; projected at 25 GB/s: {projected:.2} s/partition; {}",
+            run.proofs.len(),
+            run.wall,
+            run.busy(),
+            run.h2d_gb(),
+            run.d2h_gb(),
+            run.batches(),
+            run.host,
+        );
+        println!("{line}");
+        r.bench.push(line);
+        let same = run.proofs.iter().all(|(_, bytes, _)| !bytes.is_empty() && bytes == uncapped);
+        r.check(
+            format!(
+                "real {rp:?} cap {cap} GiB, {asked} worker(s), {} proofs batched: verified, bytes == uncapped whole proof's",
+                b.cap_proofs
+            ),
+            same && run.proofs.len() == b.cap_proofs,
+        );
     }
     Ok(())
 }

@@ -155,6 +155,16 @@ pub struct GpuBackendConfig {
     /// until the device suite (`scripts/post_device_check.sh ... batched`)
     /// shows a batch's bytes equal to the unbatched run's.
     pub max_batch: Option<usize>,
+    /// Host bytes per device that its workers may page-lock for their
+    /// batch members' H (shared equally by the device's ordinary workers;
+    /// [`PartitionShape::batch_member_host_bytes`] per member: 4 GiB at
+    /// 32 GiB), a bound on [`GpuBackendConfig::max_batch`] beside the
+    /// plan's. This memory is outside the facade's host budget and is kept
+    /// by the worker for later batches. Default 32 GiB: batches of up to 8
+    /// partitions of a 32 GiB sector with one worker per device, 4 with
+    /// two; with the 47.5 GB parameter set (page-locked in place, no copy)
+    /// and the 9 GB of matrices, 89 GB of a 128 GB host.
+    pub batch_host_bytes: usize,
 }
 
 impl Default for GpuBackendConfig {
@@ -172,6 +182,7 @@ impl Default for GpuBackendConfig {
             h_copies: None,
             urgent_lane: Some(UrgentLane::default()),
             max_batch: Some(1),
+            batch_host_bytes: 32 << 30,
         }
     }
 }
@@ -260,6 +271,15 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
             );
         }
         log::info!("porep-c2: GPU {d} plan: {}", plan.describe(shape));
+        let batch = batch_bound(config, &plan);
+        if plan.max_batch > 1 && batch < plan.max_batch {
+            log::info!(
+                "porep-c2: GPU {d}: batches of up to {batch} partitions per worker (max_batch {:?}; {:.1} GB of page-locked host memory per worker for their H at 2^{})",
+                config.max_batch,
+                (batch * shape.batch_member_host_bytes()) as f64 / 1e9,
+                shape.log_domain
+            );
+        }
         // The workers' arenas first, each one piece of the pool, then the
         // NTT tables; the parameter sets get the rest.
         let mut arenas = Vec::with_capacity(plan.workers);
@@ -312,6 +332,15 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         Some(lane) if !urgent.is_empty() => workers.with_urgent(UrgentWorkers::new(urgent, lane.clone())),
         _ => workers,
     }))
+}
+
+/// The most partitions an ordinary worker of `plan` batches: the config's
+/// bound ([`GpuBackendConfig::max_batch`]), the plan's (device memory) and
+/// the page-locked host memory each worker may hold for its members' H
+/// ([`GpuBackendConfig::batch_host_bytes`]); at least 1.
+pub fn batch_bound(config: &GpuBackendConfig, plan: &DevicePlan) -> usize {
+    let bound = plan.batch_within(&config.plan_for, config.batch_host_bytes);
+    config.max_batch.map_or(bound, |m| m.min(bound)).max(1)
 }
 
 /// A device error while the backend starts.
@@ -594,11 +623,7 @@ impl GpuProver {
             h_copies,
             yield_gate,
             urgent: priority == StreamPriority::Urgent,
-            max_batch: if priority == StreamPriority::Urgent {
-                1
-            } else {
-                config.max_batch.map_or(plan.max_batch, |m| m.min(plan.max_batch)).max(1)
-            },
+            max_batch: if priority == StreamPriority::Urgent { 1 } else { batch_bound(config, plan) },
             h_pool: batch::HostVectors::default(),
         })
     }

@@ -282,6 +282,15 @@ impl PartitionShape {
         self.witness_bytes() + 2 * MATRIX_SLOT_BYTES + compact + (1 << 20) + MSM_SLACK
     }
 
+    /// Host bytes one partition holds as a member of a batched MSM pass,
+    /// page-locked, between its compute_h and the passes: H's
+    /// coefficients (domain − 1 scalars; 4 GiB at 32 GiB). The device cannot
+    /// keep several (a 16 GiB card holds four with nothing else), so they
+    /// wait on the host and come back chunk by chunk with H's bases.
+    pub fn batch_member_host_bytes(&self) -> usize {
+        (self.domain() - 1) * SCALAR
+    }
+
     /// Device bytes one partition holds as a member of a batched MSM pass
     /// over streamed parameters (`c2_msm::gpu::GpuMsm::msm_batch_host_bases`)
     /// with slots of `slot_bytes`: its aux witness in compact form (bits,
@@ -422,6 +431,16 @@ impl DevicePlan {
         } else {
             shape.pcie_bytes(&self.resident)
         }
+    }
+
+    /// The most partitions a worker of this plan batches when the device's
+    /// workers may page-lock `host_bytes` together for their members' H
+    /// ([`PartitionShape::batch_member_host_bytes`] each): the plan's bound
+    /// ([`DevicePlan::max_batch`], device memory) within the host's; at
+    /// least 1.
+    pub fn batch_within(&self, shape: &PartitionShape, host_bytes: usize) -> usize {
+        let host = host_bytes / self.workers.max(1) / shape.batch_member_host_bytes().max(1);
+        self.max_batch.min(host).max(1)
     }
 
     /// Bytes one partition moves host-to-device under this plan when its
@@ -934,6 +953,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The page-locked host memory for members' H bounds the batch too:
+    /// 32 GiB per device is 8 members of a 32 GiB partition (4 GiB each)
+    /// with one worker, 4 each with two; less than one member's worth
+    /// means one partition at a time; never above the device's bound.
+    #[test]
+    fn page_locked_host_memory_bounds_the_batch() {
+        let shape = PartitionShape::for_sector_size(0x8_0000_0000).unwrap();
+        assert_eq!(shape.batch_member_host_bytes(), ((1 << 27) - 1) * SCALAR);
+        for (gib, workers) in [(16usize, 1usize), (24, 1), (48, 2)] {
+            let p = plan_device(gib * GIB, workers, &shape).unwrap();
+            let what = p.describe(&shape);
+            assert_eq!(p.workers, workers, "{what}");
+            assert!(p.max_batch > 8 / workers, "{what}");
+            assert_eq!(p.batch_within(&shape, 32 * GIB), 8 / workers, "{gib} GiB, {workers} worker(s): {what}");
+            assert_eq!(p.batch_within(&shape, 4 * GIB - 1), 1, "{what}");
+            assert_eq!(p.batch_within(&shape, 0), 1, "{what}");
+            assert_eq!(p.batch_within(&shape, usize::MAX / 2), p.max_batch, "{what}");
+        }
+        // Resident parameters: 1, whatever the host holds.
+        let p = plan_device(80 * GIB, 1, &shape).unwrap();
+        assert_eq!(p.batch_within(&shape, 1 << 40), 1);
     }
 
     /// The urgent lane's bytes (WinningPoSt's roomy plan) come off the
