@@ -449,6 +449,82 @@ fn partitions_proved_in_batches_give_the_one_at_a_time_bytes() {
     assert_eq!(seen, want, "every partition once, the failed one twice: {batches:?}");
 }
 
+/// Partitions of several proofs in flight share a batch (issue 42: one
+/// streamed pass of the parameters serves partitions of every proof
+/// waiting for the worker, not only one proof's): three proofs of 7
+/// partitions each on one worker that proves up to 4 per turn and holds
+/// each turn 150 ms. Each proof's bytes equal its own one-at-a-time CPU
+/// run (results go back to the proof that left the partition), every
+/// batch is within the bound, and some batch holds partitions of two
+/// proofs (each proof's blinding tells its partitions apart).
+#[test]
+fn partitions_of_proofs_in_flight_share_batches_and_keep_their_bytes() {
+    use porep_c2::{Backend, PartitionJob, PartitionProver, ProveTimings};
+    use std::sync::Mutex;
+    type Out = Result<(bellperson::groth16::Proof<blstrs::Bls12>, ProveTimings), porep_c2::Error>;
+    struct Batching {
+        /// Each batch's members: (partition, r).
+        batches: Mutex<Vec<Vec<(usize, blstrs::Scalar)>>>,
+    }
+    impl PartitionProver for Batching {
+        fn name(&self) -> String {
+            "batching".into()
+        }
+        fn prove(&self, job: PartitionJob<'_>) -> Out {
+            self.prove_batch(vec![job]).pop().expect("one result")
+        }
+        fn max_batch(&self) -> usize {
+            4
+        }
+        fn prove_batch(&self, jobs: Vec<PartitionJob<'_>>) -> Vec<Out> {
+            self.batches.lock().unwrap().push(jobs.iter().map(|j| (j.partition, j.r)).collect());
+            std::thread::sleep(Duration::from_millis(150));
+            jobs.into_iter()
+                .map(|job| {
+                    let data = job.partition_data.into_synthesized()?;
+                    porep_c2::prove_synthesized(data, job.params, job.r, job.s, &porep_c2::HostStages::cpu())
+                })
+                .collect()
+        }
+    }
+    let instance = c2_testkit::synthetic::SyntheticPorep::new(demo_shape(), 7);
+    let params = instance.parameters(5);
+    let (proofs, partitions) = (3u64, 7);
+    let pairs: Vec<_> = (0..proofs).map(|p| blinding(100 + p, partitions)).collect();
+    let oracle_config = ProverConfig { verify: false, ..ProverConfig::default() };
+    let oracles: Vec<Vec<u8>> = pairs
+        .iter()
+        .map(|pairs| prove_instance(&instance, &params, pairs, &oracle_config).expect("CPU proof").0)
+        .collect();
+
+    let worker = Arc::new(Batching { batches: Mutex::new(Vec::new()) });
+    let config = ProverConfig {
+        verify: false,
+        backend: Backend::workers(vec![worker.clone() as Arc<dyn PartitionProver>]),
+        ..ProverConfig::default()
+    };
+    let proved: Vec<Vec<u8>> = std::thread::scope(|s| {
+        let handles: Vec<_> = pairs
+            .iter()
+            .map(|pairs| s.spawn(|| prove_instance(&instance, &params, pairs, &config).expect("batched proof").0))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("a proving thread")).collect()
+    });
+    let batches = worker.batches.lock().unwrap().clone();
+    for (p, (bytes, oracle)) in proved.iter().zip(&oracles).enumerate() {
+        assert_eq!(bytes, oracle, "proof {p}: bytes differ from its one-at-a-time CPU run; batches {batches:?}");
+    }
+    assert!(batches.iter().all(|b| (1..=4).contains(&b.len())), "batches within the bound: {batches:?}");
+    let proof_of = |r: &blstrs::Scalar| pairs.iter().position(|ps| ps.iter().any(|(pr, _)| pr == r));
+    let mixed = batches.iter().any(|b| {
+        let owners: std::collections::BTreeSet<_> = b.iter().map(|(_, r)| proof_of(r)).collect();
+        owners.len() > 1
+    });
+    assert!(mixed, "some batch holds partitions of two proofs: {batches:?}");
+    let members: usize = batches.iter().map(Vec::len).sum();
+    assert_eq!(members, (proofs as usize) * partitions, "every partition once: {batches:?}");
+}
+
 /// The 32 GiB partition's shape divided by 2^17: 994 constraints, 328
 /// public inputs.
 fn demo_shape() -> c2_testkit::synthetic::SyntheticShape {

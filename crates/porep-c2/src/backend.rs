@@ -14,6 +14,8 @@ use c2_sched::{HostPermit, PriorityGate};
 
 use crate::error::Error;
 use crate::groth16::HostStages;
+pub use crate::lobby::WorkerLobby;
+use crate::lobby::{Proved, Taken};
 use crate::params::params_key;
 use crate::plan::PartitionShape;
 use crate::report::ProveTimings;
@@ -194,6 +196,9 @@ pub struct Workers {
     /// Workers taken out of service after a device fault (shared by
     /// clones): their consumers hand partitions to the healthy ones.
     pub fences: WorkerFences,
+    /// Batches waiting for a worker's turn, which another proof's turn
+    /// there may take into its own batch (shared by clones).
+    pub lobby: WorkerLobby,
 }
 
 impl Workers {
@@ -204,6 +209,7 @@ impl Workers {
             urgent: UrgentWorkers::default(),
             gates: WorkerGates::default(),
             fences: WorkerFences::default(),
+            lobby: WorkerLobby::default(),
         }
     }
 
@@ -293,53 +299,99 @@ impl Workers {
     /// [`Workers::prove`] for several jobs of one proof: a worker's turn
     /// for as many of them as it proves together
     /// ([`PartitionProver::max_batch`]), one [`PartitionProver::prove_batch`]
-    /// call each turn. Urgent jobs go one by one (the lane proves singly).
+    /// call each turn. While a batch waits for its turn, its partitions
+    /// sit in the worker's lobby ([`WorkerLobby`]): the turn of another
+    /// proof in flight may take some into its own batch (same parameter
+    /// set, within the bound) and hand back their results; this proof's
+    /// turn then proves the rest, and takes others' in turn. Urgent jobs go
+    /// one by one (the lane proves singly).
     fn prove_batch(
         &self,
         consumer: usize,
-        mut jobs: Vec<PartitionJob<'_>>,
+        jobs: Vec<PartitionJob<'_>>,
         priority: i32,
         cancel: Option<&c2_sched::CancelToken>,
         started: &dyn Fn(usize, Option<usize>),
     ) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
-        let mut out = Vec::with_capacity(jobs.len());
+        let mut out: Vec<Option<Proved>> = jobs.iter().map(|_| None).collect();
         let urgent = jobs.iter().any(|job| self.urgent_for(consumer, job, priority).is_some());
-        while !jobs.is_empty() {
+        // Jobs not yet proved, with their places in `out`.
+        let mut pending: std::collections::VecDeque<(usize, PartitionJob<'_>)> = jobs.into_iter().enumerate().collect();
+        while !pending.is_empty() {
             let Some(w) = self.fences.pick(consumer, self.provers.len()) else {
-                out.extend(jobs.drain(..).map(|_| Err(Error::NoHealthyWorker { workers: self.provers.len() })));
+                for (i, _) in pending.drain(..) {
+                    out[i] = Some(Err(Error::NoHealthyWorker { workers: self.provers.len() }));
+                }
                 break;
             };
-            let take = if urgent { 1 } else { self.provers[w].max_batch().clamp(1, jobs.len()) };
-            if take == 1 {
-                let job = jobs.remove(0);
+            let bound = if urgent { 1 } else { self.provers[w].max_batch().max(1) };
+            if bound == 1 {
+                let Some((i, job)) = pending.pop_front() else { break };
                 let k = job.partition;
-                out.push(self.prove(consumer, job, priority, cancel, &|device| started(k, device)));
+                out[i] = Some(self.prove(consumer, job, priority, cancel, &|device| started(k, device)));
                 continue;
             }
+            let (places, mine): (Vec<usize>, Vec<PartitionJob<'_>>) = pending.drain(..bound.min(pending.len())).unzip();
+            let partitions: Vec<usize> = mine.iter().map(|j| j.partition).collect();
+            let (key, params) = (mine[0].params_key, mine[0].params);
+            let deposit = self.lobby.deposit(w, mine);
             let gate = self.gates.gate(w);
-            let _turn = match gate.enter(priority, cancel) {
+            let turn = gate.enter(priority, cancel);
+            // What no other proof's turn took meanwhile, at its place;
+            // the results of what one took.
+            let back = deposit.withdraw();
+            for (j, job) in back.iter().enumerate() {
+                if job.is_none() {
+                    let (result, device) = deposit.result(j);
+                    started(partitions[j], device);
+                    out[places[j]] = Some(result);
+                }
+            }
+            let back: Vec<(usize, PartitionJob<'_>)> =
+                places.into_iter().zip(back).filter_map(|(i, job)| Some((i, job?))).collect();
+            if back.is_empty() {
+                continue;
+            }
+            let _turn = match turn {
                 Ok(turn) => turn,
                 Err(e) => {
                     let e = admission_error(e);
-                    out.extend(jobs.drain(..).map(|_| Err(e.for_another_partition())));
+                    for (i, _) in back.into_iter().chain(pending.drain(..)) {
+                        out[i] = Some(Err(e.for_another_partition()));
+                    }
                     break;
                 }
             };
             if !self.fences.is_healthy(w) {
+                for job in back.into_iter().rev() {
+                    pending.push_front(job);
+                }
                 continue;
             }
-            let rest = jobs.split_off(take);
-            let batch = std::mem::replace(&mut jobs, rest);
+            // Other proofs' partitions waiting here join this pass.
+            let mut taken = self.lobby.take(w, key, params, bound - back.len());
+            let (places, mut batch): (Vec<usize>, Vec<PartitionJob<'_>>) = back.into_iter().unzip();
+            let device = self.provers[w].device();
             for job in &batch {
-                started(job.partition, self.provers[w].device());
+                started(job.partition, device);
             }
-            let results = prove_batch_catching(&self.provers[w], batch);
-            for r in &results {
-                self.fence_if_faulted(w, r);
+            batch.extend(taken.iter_mut().filter_map(Taken::job));
+            let mut results = prove_batch_catching(&self.provers[w], batch).into_iter();
+            let mut next = || results.next().unwrap_or_else(|| Err(Error::Pipeline("a batch lost a result".into())));
+            for i in places {
+                let r = next();
+                self.fence_if_faulted(w, &r);
+                out[i] = Some(r);
             }
-            out.extend(results);
+            for t in taken {
+                let r = next();
+                self.fence_if_faulted(w, &r);
+                t.finish(r, device);
+            }
         }
-        out
+        out.into_iter()
+            .map(|r| r.unwrap_or_else(|| Err(Error::Pipeline("a partition was not proved".into()))))
+            .collect()
     }
 
     /// Fences worker `w`'s device when `out` is a device fault (running out
@@ -634,7 +686,8 @@ impl Backend {
         started: &dyn Fn(usize, Option<usize>),
     ) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
         match self {
-            Self::Workers(workers) if !workers.provers.is_empty() && jobs.len() > 1 => {
+            // A single job too: other proofs' may join it.
+            Self::Workers(workers) if !workers.provers.is_empty() && self.max_batch() > 1 => {
                 workers.prove_batch(consumer, jobs, priority, cancel, started)
             }
             _ => jobs

@@ -160,10 +160,12 @@ pub struct GpuBackendConfig {
     /// [`PartitionShape::batch_member_host_bytes`] per member: 4 GiB at
     /// 32 GiB), a bound on [`GpuBackendConfig::max_batch`] beside the
     /// plan's. This memory is outside the facade's host budget and is kept
-    /// by the worker for later batches. Default 32 GiB: batches of up to 8
-    /// partitions of a 32 GiB sector with one worker per device, 4 with
-    /// two; with the 47.5 GB parameter set (page-locked in place, no copy)
-    /// and the 9 GB of matrices, 89 GB of a 128 GB host.
+    /// by the worker for later batches. Default 40 GiB: a whole 32 GiB
+    /// proof's 10 partitions per pass with one worker per device (5 each
+    /// with two), where a partition at a 16 GiB cap moves 4.7 GB of
+    /// parameters and its H's 4.3 GB (9.1 GB; 10.3 at 8); with the
+    /// 47.5 GB parameter set (page-locked in place, no copy) and the 9 GB
+    /// of matrices, 100 GB of a 128 GB host.
     pub batch_host_bytes: usize,
 }
 
@@ -182,7 +184,7 @@ impl Default for GpuBackendConfig {
             h_copies: None,
             urgent_lane: Some(UrgentLane::default()),
             max_batch: Some(1),
-            batch_host_bytes: 32 << 30,
+            batch_host_bytes: 40 << 30,
         }
     }
 }

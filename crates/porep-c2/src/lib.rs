@@ -36,6 +36,7 @@ mod error;
 #[cfg(feature = "cuda")]
 pub mod gpu;
 mod groth16;
+mod lobby;
 mod params;
 mod params_cache;
 pub mod params_check;
@@ -50,7 +51,7 @@ mod update;
 
 pub use backend::{
     compact_witness_estimate, panic_message, Backend, Partition, PartitionJob, PartitionProver, UrgentLane,
-    UrgentWorkers, Witness, WorkerFences, WorkerGates, Workers,
+    UrgentWorkers, Witness, WorkerFences, WorkerGates, WorkerLobby, Workers,
 };
 pub use c1::{parse_c1_json, read_c1_json, C1Envelope, C1Input};
 pub use c2_core::{CompactWitness, Density, Synthesized};
