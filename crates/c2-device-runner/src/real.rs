@@ -467,6 +467,9 @@ fn capped(
                 stream_matrices,
                 repeated_matrices,
                 max_batch,
+                // The plan's whole batch: no urgent lane whose absence
+                // would shorten it (`gpu::URGENT_TURN_BATCH`).
+                urgent_lane: if max_batch.is_none() { None } else { GpuBackendConfig::default().urgent_lane },
                 ..Default::default()
             };
             config.vram.cap = (cap > 0).then_some(cap << 30);
@@ -781,6 +784,11 @@ fn capped_table(
             stream_matrices: batched.stream_matrices,
             repeated_matrices: batched.repeated_matrices,
             max_batch: batched.max_batch,
+            // A device serving no WinningPoSt: the plan's whole batch
+            // (with urgent proofs and no lane, `gpu::URGENT_TURN_BATCH`).
+            // The 16 GiB run of 2026-12-07 had the lane asked for and
+            // dropped, before that bound existed: the same batches.
+            urgent_lane: None,
             ..Default::default()
         };
         config.vram.cap = Some(cap << 30);

@@ -146,7 +146,11 @@ pub struct ProverSection {
     /// of the device's greatest priority, so a WinningPoSt starts at once
     /// beside the C2 partitions in flight instead of waiting for a worker
     /// (`porep_c2::gpu::GpuBackendConfig::urgent_lane`). Counted in the
-    /// sized device memory. Default true.
+    /// sized device memory. Where a card is too small for it (16 GiB with
+    /// 32 GiB C2), WinningPoSt takes the C2 workers' next turn, and those
+    /// batch at most `porep_c2::gpu::URGENT_TURN_BATCH` partitions per
+    /// pass of the parameters so the turn stays short; false there lets
+    /// them batch fully (a prover that takes no WinningPoSt). Default true.
     pub urgent_lane: bool,
 }
 

@@ -147,7 +147,9 @@ pub struct GpuBackendConfig {
     /// waiting when a worker frees up (a batch never waits to fill). Each
     /// member holds its H on the host, page-locked, between its compute_h
     /// and the passes (4.3 GB at 32 GiB; the vectors are kept for reuse).
-    /// `None`: the plan's bound; `Some(1)`: one partition at a time.
+    /// `None`: the plan's bound; `Some(1)`: one partition at a time. On a
+    /// device that keeps no urgent lane while one was asked for, at most
+    /// [`URGENT_TURN_BATCH`].
     /// Default `None`. Measured on an H100 with the pool capped at 16 GiB
     /// (real 32 GiB CC sector, generated parameters, 5 proofs with 2 in
     /// flight, 2026-12-07): 2.17 s/partition against 2.54 one partition
@@ -255,6 +257,16 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
                 (without()?, None)
             }
         };
+        // Urgent proofs that take the ordinary workers' turns wait for the
+        // batch in hand: a shorter one there (`URGENT_TURN_BATCH`).
+        let ordinary = match (&config.urgent_lane, &lane_plan) {
+            (Some(_), None) => GpuBackendConfig {
+                max_batch: Some(config.max_batch.unwrap_or(URGENT_TURN_BATCH).min(URGENT_TURN_BATCH)),
+                ..config.clone()
+            },
+            _ => config.clone(),
+        };
+        let config = &ordinary;
         let lane = match lane_plan {
             Some(lp) => {
                 let vectors = pool.carve(lp.vectors_bytes).map_err(backend_err)?;
@@ -336,6 +348,16 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
         _ => workers,
     }))
 }
+
+/// The most partitions a worker batches on a device that keeps no urgent
+/// lane while one was asked for (a 16 GiB card, `plan::keeps_urgent_lane`):
+/// a WinningPoSt there waits for the turn in hand, ~2.2 s per 32 GiB
+/// partition of a batch (H100, 16 GiB cap, 2026-12-07), so ~7 s at 3
+/// instead of ~20 s at the plan's 9. With 3 a partition still moves a third
+/// of the streamed parameters (15.8 of 47.4 GB at 16 GiB) plus its H:
+/// ~20 GB, which a 25 GB/s link moves in the 2 s of its kernels. A device
+/// that serves no urgent proofs (`urgent_lane: None`) batches fully.
+pub const URGENT_TURN_BATCH: usize = 3;
 
 /// The most partitions an ordinary worker of `plan` batches: the config's
 /// bound ([`GpuBackendConfig::max_batch`]), the plan's (device memory) and
