@@ -257,15 +257,7 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
                 (without()?, None)
             }
         };
-        // Urgent proofs that take the ordinary workers' turns wait for the
-        // batch in hand: a shorter one there (`URGENT_TURN_BATCH`).
-        let ordinary = match (&config.urgent_lane, &lane_plan) {
-            (Some(_), None) => GpuBackendConfig {
-                max_batch: Some(config.max_batch.unwrap_or(URGENT_TURN_BATCH).min(URGENT_TURN_BATCH)),
-                ..config.clone()
-            },
-            _ => config.clone(),
-        };
+        let ordinary = ordinary_workers(config, lane_plan.is_some());
         let config = &ordinary;
         let lane = match lane_plan {
             Some(lp) => {
@@ -358,6 +350,20 @@ pub fn gpu_backend(config: &GpuBackendConfig) -> Result<Backend, Error> {
 /// ~20 GB, which a 25 GB/s link moves in the 2 s of its kernels. A device
 /// that serves no urgent proofs (`urgent_lane: None`) batches fully.
 pub const URGENT_TURN_BATCH: usize = 3;
+
+/// `config` as a device's ordinary workers use it: where urgent proofs
+/// were asked for and the device keeps no lane for them (`lane_kept`
+/// false), they take these workers' turns and wait for the batch in hand,
+/// so batches are at most [`URGENT_TURN_BATCH`].
+fn ordinary_workers(config: &GpuBackendConfig, lane_kept: bool) -> GpuBackendConfig {
+    match config.urgent_lane {
+        Some(_) if !lane_kept => GpuBackendConfig {
+            max_batch: Some(config.max_batch.map_or(URGENT_TURN_BATCH, |m| m.min(URGENT_TURN_BATCH))),
+            ..config.clone()
+        },
+        _ => config.clone(),
+    }
+}
 
 /// The most partitions an ordinary worker of `plan` batches: the config's
 /// bound ([`GpuBackendConfig::max_batch`]), the plan's (device memory) and

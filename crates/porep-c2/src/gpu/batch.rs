@@ -406,4 +406,25 @@ mod tests {
         });
         assert_eq!((p.wall, p.ms, p.streamed), (Duration::from_millis(3), 1.5, 10));
     }
+
+    /// The batch a 32 GiB worker runs at a 16 GiB cap (the plan's 9):
+    /// whole without urgent proofs or with their lane; at most
+    /// `URGENT_TURN_BATCH` where they take the worker's turns (lane asked
+    /// for, not kept); never above the config's own bound or the host's.
+    #[test]
+    fn urgent_proofs_without_their_lane_shorten_the_batch() {
+        use crate::gpu::{batch_bound, ordinary_workers, GpuBackendConfig, URGENT_TURN_BATCH};
+        let config = GpuBackendConfig::default();
+        let plan = crate::plan::plan_device(16 << 30, 1, &config.plan_for).expect("a 16 GiB plan");
+        assert_eq!(plan.max_batch, 9, "{}", plan.describe(&config.plan_for));
+        let bound = |c: &GpuBackendConfig, lane_kept: bool| batch_bound(&ordinary_workers(c, lane_kept), &plan);
+        assert_eq!(bound(&config, true), 9);
+        assert_eq!(bound(&config, false), URGENT_TURN_BATCH);
+        let no_lane = GpuBackendConfig { urgent_lane: None, ..config.clone() };
+        assert_eq!(bound(&no_lane, false), 9);
+        let two = GpuBackendConfig { max_batch: Some(2), ..config.clone() };
+        assert_eq!(bound(&two, false), 2);
+        let one_member = GpuBackendConfig { batch_host_bytes: 5 << 30, ..no_lane };
+        assert_eq!(bound(&one_member, false), 1);
+    }
 }
