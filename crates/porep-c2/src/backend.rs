@@ -338,7 +338,11 @@ impl Workers {
             let gate = self.gates.gate(w);
             let turn = gate.enter(priority, cancel);
             // What no other proof's turn took meanwhile, at its place;
-            // the results of what one took.
+            // the results of what one took. (A proof whose partitions were
+            // all taken still learns so only at its own turn: with more
+            // than two proofs waiting at one worker, after the turns ahead
+            // of it. The worker stays busy meanwhile; the proof's latency
+            // is what that costs.)
             let back = deposit.withdraw();
             for (j, job) in back.iter().enumerate() {
                 if job.is_none() {
