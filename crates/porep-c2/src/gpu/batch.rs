@@ -14,7 +14,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bellperson::groth16::{Parameters, Proof};
+use bellperson::groth16::Parameters;
 use blstrs::{Bls12, Scalar};
 use c2_core::CompactWitness;
 use c2_cuda::{DeviceBuffer, Gpu, GpuError, PinnedBuffer};
@@ -25,10 +25,8 @@ use crate::backend::{Partition, PartitionJob, PartitionProver};
 use crate::config::ShapeMatrices;
 use crate::error::Error;
 use crate::groth16::{assemble, Sums};
+use crate::lobby::Proved;
 use crate::report::{GpuTimes, ProveTimings};
-
-/// One partition's outcome.
-type Proved = Result<(Proof<Bls12>, ProveTimings), Error>;
 
 /// A partition of a batch between its compute_h and the batch's MSM
 /// passes: what the passes need of it, on the host.
@@ -101,10 +99,7 @@ impl GpuProver {
     /// alone; then the members' MSMs in one pass per query, and each
     /// proof assembled. Where the host cannot page-lock another H, the
     /// rest are proved alone.
-    pub(super) fn prove_together(
-        &self,
-        jobs: Vec<PartitionJob<'_>>,
-    ) -> Vec<Result<(Proof<Bls12>, ProveTimings), Error>> {
+    pub(super) fn prove_together(&self, jobs: Vec<PartitionJob<'_>>) -> Vec<Proved> {
         let n = jobs.len();
         let Some(first) = jobs.first() else { return Vec::new() };
         let (params, params_key) = (first.params, first.params_key);
