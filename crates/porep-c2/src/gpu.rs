@@ -566,6 +566,11 @@ pub struct GpuProver {
     /// Matrices kept with their repeated blocks stored once
     /// ([`GpuBackendConfig::repeated_matrices`]).
     repeated_matrices: bool,
+    /// Device bytes the parameter cache leaves free beside the shared
+    /// part's slack: the plan's room for the matrices' repeated form
+    /// ([`DevicePlan::repeated_bytes`]), which the first partition uploads
+    /// after the parameters (or a preload) took their room.
+    params_reserve: usize,
     /// The device's matrices in chunks (shared by every device).
     chunked: Arc<ChunkedSets>,
     /// The sparse product and the device's matrices by shape (shared by
@@ -646,6 +651,8 @@ impl GpuProver {
             abc_on_device: plan.witness_bytes > 0,
             abc_streamed: plan.abc_streamed,
             repeated_matrices: config.repeated_matrices,
+            params_reserve: SHARED_SLACK
+                + if plan.abc_streamed && config.repeated_matrices { plan.repeated_bytes } else { 0 },
             chunked,
             abc,
             matrices,
@@ -683,8 +690,8 @@ impl GpuProver {
         }
         let src = || SrsSource { h: &params.h, l: &params.l, a: &params.a, b_g1: &params.b_g1, b_g2: &params.b_g2 };
         // The workers' arenas are carved out already: keep room for the
-        // NTT tables of other domain sizes only.
-        self.srs.get_or_upload(key, SHARED_SLACK, src).map_err(dev)
+        // NTT tables of other domain sizes and the matrices' repeated form.
+        self.srs.get_or_upload(key, self.params_reserve, src).map_err(dev)
     }
 
     /// Kernel milliseconds of the MSM stages of this worker's last MSM.
@@ -927,7 +934,9 @@ impl Densities {
 
 impl GpuProver {
     /// The shape's matrices on this device, uploaded by the first partition
-    /// that needs them (after the parameters, which save more PCIe): with
+    /// that needs them (after the parameters, which take what the plan
+    /// gave them; under a streamed plan the parameter cache leaves the
+    /// room planned for the repeated form, [`DevicePlan::repeated_bytes`]): with
     /// [`GpuBackendConfig::repeated_matrices`], kept
     /// once per repeated block where the rows repeat (`RepeatedMatrices`:
     /// a partition's challenge sub-circuits, about 1/18 of the bytes at

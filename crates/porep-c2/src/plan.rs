@@ -86,6 +86,13 @@ pub struct PartitionShape {
     /// Non-zero entries of the circuit's A, B and C together (0 when not
     /// known: a, b, c are then never planned on the device).
     pub matrix_entries: usize,
+    /// Blocks of rows the circuit repeats (a PoRep partition's challenges:
+    /// 18 at 32 GiB, 2 at 2 KiB, found by `c2_abc::find_repeat` on the
+    /// recorded matrices): their repeated form (`c2_abc::RepeatedMatrices`)
+    /// keeps one block, ~1/`repeat_blocks` of the matrices' bytes. 1 when
+    /// the rows do not repeat or that was not measured: nothing is then
+    /// planned for the repeated form.
+    pub repeat_blocks: usize,
 }
 
 /// The parameter vectors in [`PartitionShape::bases`] order.
@@ -103,6 +110,7 @@ impl PartitionShape {
             inputs: params.vk.ic.len(),
             bases: [params.h.len(), params.l.len(), params.a.len(), params.b_g1.len(), params.b_g2.len()],
             matrix_entries: 0,
+            repeat_blocks: 1,
         }
     }
 
@@ -120,20 +128,26 @@ impl PartitionShape {
             inputs,
             bases: [(1 << log_domain) - 1, aux, a, b, b],
             matrix_entries,
+            repeat_blocks: 1,
         };
         let permille = |x: usize, p: usize| x * p / 1000;
         // Matrix entries measured on CC test sectors (A + B + C): 2 KiB
         // 14.93 M, 8 MiB 21.47 M, 32 GiB 722.39 M (5.55 per constraint);
         // 512 MiB and 64 GiB at 5.6 per constraint of their domains' bound.
+        // Repeated blocks found on the real partitions (H100, 2026-12-07,
+        // `--only abc`): 2 KiB 2 of 1,343,675 rows, 32 GiB 18 of 7,237,665
+        // rows (0.408 GB on the device against 7.34 GB whole); the other
+        // sizes were not searched.
         Some(match bytes {
-            2048 => s(22, 2_685_673, 40, 2_674_948, 685_522, 14_934_693),
+            2048 => Self { repeat_blocks: 2, ..s(22, 2_685_673, 40, 2_674_948, 685_522, 14_934_693) },
             0x80_0000 => s(22, 3_842_449, 40, 3_815_036, 1_011_290, 21_471_221),
             0x2000_0000 => {
                 s(23, 4_420_837, 40, 40 + permille(4_420_837, 992), permille(4_420_837, 266), 5_600 * 4_423_473 / 1000)
             }
-            0x8_0000_0000 => {
-                s(27, 130_169_893, 328, 328 + permille(130_169_893, 997), permille(130_169_893, 254), 722_388_891)
-            }
+            0x8_0000_0000 => Self {
+                repeat_blocks: 18,
+                ..s(27, 130_169_893, 328, 328 + permille(130_169_893, 997), permille(130_169_893, 254), 722_388_891)
+            },
             0x10_0000_0000 => {
                 let aux = (1 << 27) - 328;
                 s(27, aux, 328, 328 + aux, permille(aux, 300), 5_600 * (1 << 27) / 1000)
@@ -153,6 +167,8 @@ impl PartitionShape {
             inputs: n.inputs,
             bases: [n.domain - 1, n.aux, n.a, n.b, n.b],
             matrix_entries: m.a.entries() + m.b.entries() + m.c.entries(),
+            // Finding the repeat takes seconds at 2^27 (2.5 s): not here.
+            repeat_blocks: 1,
         }
     }
 
@@ -166,6 +182,9 @@ impl PartitionShape {
             inputs: self.inputs.max(other.inputs),
             bases,
             matrix_entries: self.matrix_entries.max(other.matrix_entries),
+            // The fewer blocks of the larger matrices: at least either's
+            // repeated form (none planned when either's rows do not repeat).
+            repeat_blocks: self.repeat_blocks.min(other.repeat_blocks),
         }
     }
 
@@ -181,6 +200,7 @@ impl PartitionShape {
             inputs: WINNING_INPUTS,
             bases: [(1 << WINNING_LOG_DOMAIN) - 1, WINNING_AUX, WINNING_A, WINNING_B, WINNING_B],
             matrix_entries: WINNING_ENTRIES,
+            repeat_blocks: 1,
         }
     }
 
@@ -224,6 +244,7 @@ impl PartitionShape {
             inputs: 25_840,
             bases: [(1 << 27) - 1, aux, a, b, b],
             matrix_entries: 1_147_216_366,
+            repeat_blocks: 1,
         }
     }
 
@@ -265,6 +286,19 @@ impl PartitionShape {
             return 0;
         }
         4 * (3 * (self.domain() + 1) + 2 * self.matrix_entries) + (1 << 20)
+    }
+
+    /// Device bytes of the matrices' repeated form (one block of the
+    /// repeated rows with the rows before and after it): the whole
+    /// matrices' bytes over [`PartitionShape::repeat_blocks`], plus 1 MiB
+    /// for each matrix's long-row list and the rows outside the blocks
+    /// (0.41 GB at 32 GiB: 0.408 GB measured). 0 when the rows do not
+    /// repeat or the matrices are not known.
+    pub fn repeated_matrices_bytes(&self) -> usize {
+        if self.repeat_blocks <= 1 {
+            return 0;
+        }
+        self.matrices_bytes() / self.repeat_blocks + (3 << 20)
     }
 
     /// Device bytes a worker needs during compute_h when a, b, c are
@@ -398,6 +432,13 @@ pub struct DevicePlan {
     /// [`PartitionShape::streamed_abc_bytes`]): when the matrices do not fit
     /// resident.
     pub abc_streamed: bool,
+    /// Bytes planned in the shared part for the matrices' repeated form
+    /// ([`PartitionShape::repeated_matrices_bytes`]) under a streamed plan
+    /// (a, b, c then come from it, not from chunks), before any parameter
+    /// vector: at 32 GiB its 0.41 GB saves each partition 7.34 GB of
+    /// matrix chunks, where a resident b_g1 (3.2 GB) saves 3.2 GB per pass,
+    /// shared by a batch. 0 when the rows do not repeat.
+    pub repeated_bytes: usize,
     /// Most partitions a worker's batched MSM pass serves when parameters
     /// stream: as many members ([`PartitionShape::batch_member_bytes`]) as
     /// its vectors arena holds (idle during the MSMs: H has gone to the
@@ -427,7 +468,8 @@ impl DevicePlan {
         } else if self.abc_streamed {
             let streamed: usize =
                 shape.parameter_bytes().iter().zip(&self.resident).filter(|(_, &r)| !r).map(|(b, _)| b).sum();
-            witness + shape.matrices_bytes() + streamed
+            let chunks = if self.repeated_bytes > 0 { 0 } else { shape.matrices_bytes() };
+            witness + chunks + streamed
         } else {
             shape.pcie_bytes(&self.resident)
         }
@@ -479,6 +521,8 @@ impl DevicePlan {
             self.slot_bytes / G1_POINT,
             if self.matrices_bytes > 0 {
                 format!("on the device ({:.1} GB of matrices)", gb(self.matrices_bytes))
+            } else if self.repeated_bytes > 0 {
+                format!("on the device from the matrices' repeated form ({:.2} GB)", gb(self.repeated_bytes))
             } else if self.abc_streamed {
                 format!("on the device from streamed matrices ({:.1} GB)", gb(shape.matrices_bytes()))
             } else {
@@ -670,15 +714,24 @@ fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize
         let base = small.arena(shape, 0);
         (small, (room(0) - base).min(small.full_pass(shape)).max(small.min_pass(shape)))
     };
-    // 2. Resident parameters: the most bytes that fit beside those arenas.
+    // 2. Under a streamed plan, the matrices' repeated form where the rows
+    //    repeat (0.41 GB at 32 GiB saves 7.34 GB of chunks per partition),
+    //    then resident parameters: the most bytes that fit beside those
+    //    arenas.
+    let room_left = budget - tables - workers * (vectors + arena(&tier, pass));
+    let repeated =
+        if floor > 0 && shape.repeated_matrices_bytes() <= room_left { shape.repeated_matrices_bytes() } else { 0 };
     let params = shape.parameter_bytes();
-    let keep = c2_vram::plan_residency(&params, budget - tables - workers * (vectors + arena(&tier, pass)));
+    let keep = c2_vram::plan_residency(&params, room_left - repeated);
     let resident = [keep[0], keep[1], keep[2], keep[3], keep[4]];
     let resident_bytes: usize = params.iter().zip(&resident).filter(|(_, &r)| r).map(|(b, _)| b).sum();
     // 3. Whole-query runs and wide slots with what is still left.
     let wide = MsmTier::new(shape, None, WIDE_SLOT_BYTES);
-    let (tier, pass) =
-        if fits(&wide, wide.full_pass(shape), resident_bytes) { (wide, wide.full_pass(shape)) } else { (tier, pass) };
+    let (tier, pass) = if fits(&wide, wide.full_pass(shape), resident_bytes + repeated) {
+        (wide, wide.full_pass(shape))
+    } else {
+        (tier, pass)
+    };
     // An arena grown to the floor gives its surplus to the window passes.
     let pass = if floor > tier.arena(shape, pass) {
         (pass + floor - tier.arena(shape, pass)).min(tier.full_pass(shape)).max(pass)
@@ -708,6 +761,7 @@ fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize
         witness_bytes: witness,
         matrices_bytes: matrices,
         abc_streamed: floor > 0,
+        repeated_bytes: repeated,
         msm_bytes: arena(&tier, pass),
         pass_budget: pass,
         // Kept even when nothing is planned resident: the device's cache
@@ -725,7 +779,8 @@ fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize
 
 /// `p` with its spare bytes filled in.
 fn with_spare(mut p: DevicePlan, shape: &PartitionShape) -> DevicePlan {
-    let used = p.tables_bytes + p.resident_bytes(shape) + p.matrices_bytes + p.workers * p.per_worker();
+    let used =
+        p.tables_bytes + p.resident_bytes(shape) + p.matrices_bytes + p.repeated_bytes + p.workers * p.per_worker();
     p.spare_bytes = p.budget.saturating_sub(used);
     p
 }
@@ -806,8 +861,11 @@ mod tests {
                         continue; // checked by the next test
                     };
                     let what = format!("{size} B sector, {gib} GiB, {workers} worker(s): {}", p.describe(&shape));
-                    let used =
-                        p.tables_bytes + p.resident_bytes(&shape) + p.matrices_bytes + p.workers * p.per_worker();
+                    let used = p.tables_bytes
+                        + p.resident_bytes(&shape)
+                        + p.matrices_bytes
+                        + p.repeated_bytes
+                        + p.workers * p.per_worker();
                     assert!(used <= budget, "{what}: uses {used}");
                     assert_eq!(used + p.spare_bytes, budget, "{what}");
                     assert!((1..=workers).contains(&p.workers), "{what}");
@@ -872,12 +930,13 @@ mod tests {
         // b, c and the witness (16.7 GB) on top of the streamed bases.
         let host_abc = shape.pcie_bytes(&p.resident);
         assert!(p.pcie_bytes(&shape) + 5_000_000_000 < host_abc, "{} vs {host_abc}", p.pcie_bytes(&shape));
-        // 24 GiB: one worker streaming a, b, c rather than two computing
-        // them on the host, with two G1/G2 vectors (~9.6 GB) resident.
+        // 24 GiB: one worker computing a, b, c on the device rather than
+        // two computing them on the host, from the matrices' repeated form
+        // (0.41 GB), with b_g2 (6.3 GB) resident.
         let p = plan_device(24 * GIB, 2, &shape).unwrap();
         assert_eq!((p.workers, p.abc_streamed), (1, true), "{}", p.describe(&shape));
         assert_eq!(p.max_run, Some(MID_RUN), "{}", p.describe(&shape));
-        assert!(p.resident_bytes(&shape) > 9_000_000_000, "{}", p.describe(&shape));
+        assert!(p.resident_bytes(&shape) > 6_000_000_000 && p.repeated_bytes > 0, "{}", p.describe(&shape));
         // Host a, b, c where z and the slots do not fit: the minimum.
         let min = plan_device(16 * GIB, 1, &shape).unwrap();
         let tight = min.tables_bytes + shape.vectors_bytes() + streamed - 1;
@@ -955,6 +1014,47 @@ mod tests {
         }
     }
 
+    /// Under a streamed plan the matrices' repeated form comes before any
+    /// resident parameter vector: at 24 GiB with one 32 GiB worker the
+    /// parameters alone would take b_g1 and b_g2 (9.5 GB) and leave no
+    /// room for it (H100, 2026-12-07: 7.34 GB of matrix chunks per
+    /// partition, 19.4 GB in all, against 13.9 GB at 16 GiB). Shapes whose
+    /// repeat was not measured plan as before.
+    #[test]
+    fn the_repeated_form_comes_before_a_resident_parameter_vector() {
+        let shape = PartitionShape::for_sector_size(0x8_0000_0000).unwrap();
+        let repeated = shape.repeated_matrices_bytes();
+        assert!((400_000_000..420_000_000).contains(&repeated), "{repeated}: 0.408 GB measured");
+        let unmeasured = PartitionShape { repeat_blocks: 1, ..shape };
+        assert_eq!(unmeasured.repeated_matrices_bytes(), 0);
+        for gib in [16usize, 24, 40] {
+            let p = plan_device(gib * GIB, 1, &shape).unwrap();
+            let before = plan_device(gib * GIB, 1, &unmeasured).unwrap();
+            let what = format!("{gib} GiB: {} / before: {}", p.describe(&shape), before.describe(&unmeasured));
+            assert!(p.abc_streamed && before.abc_streamed, "{what}");
+            assert_eq!(p.repeated_bytes, repeated, "{what}");
+            assert!(what.contains("repeated form"), "{what}");
+            // The form and the resident vectors fit where the vectors alone did.
+            assert!(p.resident_bytes(&shape) + repeated <= before.resident_bytes(&unmeasured) + repeated, "{what}");
+            assert_eq!(
+                p.spare_bytes + p.resident_bytes(&shape) + repeated,
+                before.spare_bytes + before.resident_bytes(&unmeasured),
+                "{what}"
+            );
+            // No matrix chunk crosses PCIe: the plan's bytes per partition
+            // fall by the chunks less what the form cost in residency.
+            let lost = before.resident_bytes(&unmeasured) - p.resident_bytes(&shape);
+            assert_eq!(p.pcie_bytes(&shape) + shape.matrices_bytes(), before.pcie_bytes(&unmeasured) + lost, "{what}");
+            assert!(p.pcie_bytes(&shape) < before.pcie_bytes(&unmeasured), "{what}");
+        }
+        // 24 GiB: b_g2 resident, not b_g1 beside it.
+        let p = plan_device(24 * GIB, 1, &shape).unwrap();
+        assert_eq!(p.resident, [false, false, false, false, true], "{}", p.describe(&shape));
+        // Resident matrices (every vector fits): no repeated form planned.
+        let p = plan_device(127 * GIB, 2, &shape).unwrap();
+        assert_eq!((p.repeated_bytes, p.abc_streamed), (0, false), "{}", p.describe(&shape));
+    }
+
     /// The page-locked host memory for members' H bounds the batch too:
     /// 32 GiB per device is 8 members of a 32 GiB partition (4 GiB each)
     /// with one worker, 4 each with two; less than one member's worth
@@ -1012,6 +1112,7 @@ mod tests {
             inputs: 3,
             bases: [1023, 5000, 5000, 10, 10],
             matrix_entries: 0,
+            repeat_blocks: 1,
         };
         assert!(wide.vectors_bytes() >= (1024 + 5000) * SCALAR);
     }
