@@ -55,6 +55,22 @@ impl PriorityGate {
     /// Waits for a turn at `priority`; `cancel` set while waiting gives
     /// [`AdmissionError::Cancelled`].
     pub fn enter(&self, priority: i32, cancel: Option<&CancelToken>) -> Result<Turn<'_>, AdmissionError> {
+        // Nothing settles the wait: it ends with a turn or a cancel.
+        self.enter_unless(priority, cancel, &|| false)?.ok_or(AdmissionError::Cancelled)
+    }
+
+    /// [`PriorityGate::enter`] for a waiter whose work another turn may do
+    /// meanwhile (a batch that takes its partitions): leaves the line
+    /// without a turn (`Ok(None)`) once `settled()` holds, checked at each
+    /// wake (a turn's end, and every 20 ms), so it need not wait for the
+    /// turns ahead of it only to find nothing left (a 32 GiB batch turn:
+    /// ~20 s). A turn, once free for it, is taken first.
+    pub fn enter_unless(
+        &self,
+        priority: i32,
+        cancel: Option<&CancelToken>,
+        settled: &dyn Fn() -> bool,
+    ) -> Result<Option<Turn<'_>>, AdmissionError> {
         let mut st = self.lock();
         let me = (priority, st.next_ticket);
         st.next_ticket += 1;
@@ -66,10 +82,13 @@ impl PriorityGate {
             });
             if !st.busy && first_in_line(&st.waiting, me) && deferred.is_none() {
                 st.busy = true;
-                break Ok(Turn { gate: self, priority });
+                break Ok(Some(Turn { gate: self, priority }));
             }
             if cancel.is_some_and(CancelToken::is_cancelled) {
                 break Err(AdmissionError::Cancelled);
+            }
+            if settled() {
+                break Ok(None);
             }
             // Timed: neither a cancel nor the end of a grace notifies.
             let wait = deferred.unwrap_or(Duration::from_millis(20)).min(Duration::from_millis(20));
@@ -159,5 +178,27 @@ mod tests {
         let t = Instant::now();
         drop(gate.enter(1, None).unwrap());
         assert!(t.elapsed() < Duration::from_millis(40), "{:?}", t.elapsed());
+    }
+
+    /// A waiter whose work was done by the turn ahead of it leaves the line
+    /// while that turn still holds the gate; a free turn is taken even when
+    /// the waiter is settled, and the one that left is out of the line.
+    #[test]
+    fn a_settled_waiter_leaves_the_line_without_a_turn() {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let gate = PriorityGate::new(Duration::ZERO);
+        let held = gate.enter(1, None).unwrap();
+        let settled = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let waiter =
+                s.spawn(|| gate.enter_unless(1, None, &|| settled.load(Ordering::SeqCst)).map(|t| t.is_some()));
+            std::thread::sleep(Duration::from_millis(50));
+            assert!(!waiter.is_finished(), "neither a turn nor settled yet");
+            settled.store(true, Ordering::SeqCst);
+            assert_eq!(waiter.join().unwrap(), Ok(false));
+        });
+        assert!(gate.lock().waiting.is_empty());
+        drop(held);
+        assert!(gate.enter_unless(1, None, &|| true).unwrap().is_some());
     }
 }

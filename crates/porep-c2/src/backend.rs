@@ -336,13 +336,11 @@ impl Workers {
             let (key, params) = (mine[0].params_key, mine[0].params);
             let deposit = self.lobby.deposit(w, mine);
             let gate = self.gates.gate(w);
-            let turn = gate.enter(priority, cancel);
+            // A turn, or none once other turns took and proved every job
+            // (then this proof need not wait for the turns ahead of it).
+            let turn = gate.enter_unless(priority, cancel, &|| deposit.settled());
             // What no other proof's turn took meanwhile, at its place;
-            // the results of what one took. (A proof whose partitions were
-            // all taken still learns so only at its own turn: with more
-            // than two proofs waiting at one worker, after the turns ahead
-            // of it. The worker stays busy meanwhile; the proof's latency
-            // is what that costs.)
+            // the results of what one took.
             let back = deposit.withdraw();
             for (j, job) in back.iter().enumerate() {
                 if job.is_none() {
@@ -357,7 +355,14 @@ impl Workers {
                 continue;
             }
             let _turn = match turn {
-                Ok(turn) => turn,
+                Ok(Some(turn)) => turn,
+                // Settled, yet a job came back: not proved, so back in line.
+                Ok(None) => {
+                    for job in back.into_iter().rev() {
+                        pending.push_front(job);
+                    }
+                    continue;
+                }
                 Err(e) => {
                     let e = admission_error(e);
                     for (i, _) in back.into_iter().chain(pending.drain(..)) {

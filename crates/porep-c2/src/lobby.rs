@@ -153,6 +153,13 @@ impl<'a> Deposit<'_, 'a> {
             .collect()
     }
 
+    /// Whether every job was taken by another turn and its result is in:
+    /// nothing would come back to the owner ([`Deposit::withdraw`] is the
+    /// only other way a job finishes, and only the owner calls it).
+    pub(crate) fn settled(&self) -> bool {
+        self.handoffs.iter().all(|h| h.lock().finished)
+    }
+
     /// The result of job `i`, taken by another turn (waits for it), and
     /// the device it ran on.
     pub(crate) fn result(&self, i: usize) -> (Proved, Option<usize>) {
