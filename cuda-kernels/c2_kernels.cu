@@ -118,22 +118,23 @@ extern "C" __global__ void c2_msm_mask_popc(const uint64_t* mask, uint64_t words
     GRID_STRIDE(i, words) { rank[i] = __popcll(mask[i]); }
 }
 
-extern "C" __global__ void c2_msm_split(const fr_t* scalars, uint64_t n, const uint64_t* mask,
-                                        const uint32_t* word_rank, uint64_t montgomery, uint64_t lo,
-                                        uint64_t hi, fr_t* others, uint32_t* others_base,
-                                        uint32_t* ones_base, uint32_t* counters) {
-    msm::split(scalars, n, mask, word_rank, montgomery != 0, lo, hi, others, others_base, ones_base,
-               counters);
+extern "C" __global__ void c2_msm_split(const fr_t* scalars, uint64_t n, uint64_t first, uint64_t end,
+                                        const uint64_t* mask, const uint32_t* word_rank,
+                                        uint64_t montgomery, uint64_t lo, uint64_t hi, fr_t* others,
+                                        uint32_t* others_base, uint32_t* ones_base, uint32_t* counters) {
+    msm::split(scalars, n, first, end, mask, word_rank, montgomery != 0, lo, hi, others, others_base,
+               ones_base, counters);
 }
 
-extern "C" __global__ void c2_msm_split_compact(const uint64_t* bits, uint64_t len,
-                                                const uint32_t* full_index, const fr_t* full_value,
-                                                uint64_t nfull, const uint64_t* mask,
-                                                const uint32_t* word_rank, uint64_t lo, uint64_t hi,
-                                                fr_t* others, uint32_t* others_base,
-                                                uint32_t* ones_base, uint32_t* counters) {
-    msm::split_compact(bits, len, full_index, full_value, nfull, mask, word_rank, lo, hi, others,
-                       others_base, ones_base, counters);
+extern "C" __global__ void c2_msm_split_compact(const uint64_t* bits, uint64_t len, uint64_t first,
+                                                uint64_t end, const uint32_t* full_index,
+                                                const fr_t* full_value, uint64_t nfull,
+                                                const uint64_t* mask, const uint32_t* word_rank,
+                                                uint64_t lo, uint64_t hi, fr_t* others,
+                                                uint32_t* others_base, uint32_t* ones_base,
+                                                uint32_t* counters) {
+    msm::split_compact(bits, len, first, end, full_index, full_value, nfull, mask, word_rank, lo, hi,
+                       others, others_base, ones_base, counters);
 }
 
 // The sort kernels take a pass's windows as (c, w0, wn, k, stride): see

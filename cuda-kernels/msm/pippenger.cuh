@@ -65,12 +65,17 @@ __device__ __forceinline__ bool fr_is(const fr_t& s, uint32_t v) {
 /// Step 1. `mask` (may be null) holds one bit per scalar; `word_rank[w]` the
 /// set bits before word w. The k-th set scalar meets base k; only bases in
 /// [lo, hi) are taken (one chunk of streamed bases), renumbered from 0.
-__device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, const uint64_t* mask,
-                                      const uint32_t* word_rank, bool montgomery, uint64_t lo,
-                                      uint64_t hi, fr_t* others, uint32_t* others_base,
+/// Only scalars [first, end) are read: the host's bound on those whose base
+/// can fall in [lo, hi) (c2_msm::plan::split_items), so a run over one
+/// chunk of 16 reads 1/16 of the scalars instead of all of them.
+__device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, uint64_t first, uint64_t end,
+                                      const uint64_t* mask, const uint32_t* word_rank, bool montgomery,
+                                      uint64_t lo, uint64_t hi, fr_t* others, uint32_t* others_base,
                                       uint32_t* ones_base, uint32_t* counters) {
-    WARP_UNIFORM_LOOP(i, n) {
-        bool take = i < n;
+    const uint64_t span = end > first ? end - first : 0;
+    WARP_UNIFORM_LOOP(k, span) {
+        const uint64_t i = first + k;
+        bool take = k < span && i < n;
         uint64_t base = i;
         if (take && mask) {
             const uint64_t w = mask[i >> 6];
@@ -95,22 +100,24 @@ __device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, const uin
 
 /// Step 1 from a compact witness (c2_core::CompactWitness): `bits` holds
 /// one bit per variable (its value when 0 or 1), and `nfull` other values
-/// (Montgomery) at their variable indices. Items 0..len are the bits (a set
-/// bit is a one), items len.. the listed values; `mask`, `word_rank`, `lo`,
-/// `hi` and the outputs as in `split`. The lists come out in another order
-/// than `split`'s from the expanded scalars; the MSM's sum does not depend
-/// on it (point addition is exact and commutative).
-__device__ __forceinline__ void split_compact(const uint64_t* bits, uint64_t len, const uint32_t* full_index,
-                                              const fr_t* full_value, uint64_t nfull, const uint64_t* mask,
-                                              const uint32_t* word_rank, uint64_t lo, uint64_t hi,
-                                              fr_t* others, uint32_t* others_base, uint32_t* ones_base,
-                                              uint32_t* counters) {
-    WARP_UNIFORM_LOOP(item, len + nfull) {
-        const bool listed = item >= len && item < len + nfull;
-        uint64_t i = item;
-        bool take = item < len && ((bits[item >> 6] >> (item & 63)) & 1);
+/// (Montgomery) at their variable indices. Items 0..span are the bits
+/// [first, end) (a set bit is a one; `first`, `end` as in `split`), items
+/// span.. the listed values (all of them: 3 % of a witness); `mask`,
+/// `word_rank`, `lo`, `hi` and the outputs as in `split`. The lists come out
+/// in another order than `split`'s from the expanded scalars; the MSM's sum
+/// does not depend on it (point addition is exact and commutative).
+__device__ __forceinline__ void split_compact(const uint64_t* bits, uint64_t len, uint64_t first, uint64_t end,
+                                              const uint32_t* full_index, const fr_t* full_value,
+                                              uint64_t nfull, const uint64_t* mask, const uint32_t* word_rank,
+                                              uint64_t lo, uint64_t hi, fr_t* others, uint32_t* others_base,
+                                              uint32_t* ones_base, uint32_t* counters) {
+    const uint64_t span = end > first ? end - first : 0;
+    WARP_UNIFORM_LOOP(item, span + nfull) {
+        const bool listed = item >= span && item < span + nfull;
+        uint64_t i = first + item;
+        bool take = item < span && i < len && ((bits[i >> 6] >> (i & 63)) & 1);
         if (listed) {
-            i = full_index[item - len];
+            i = full_index[item - span];
             take = i < len;
         }
         uint64_t base = i;
@@ -124,7 +131,7 @@ __device__ __forceinline__ void split_compact(const uint64_t* bits, uint64_t len
         // A bit item is a one; a listed value is classified as `split` does
         // (the compact form lists no 0 or 1, but a value is never trusted).
         fr_t s = fr_zero();
-        if (take && listed) s = fr_unmont(full_value[item - len]);
+        if (take && listed) s = fr_unmont(full_value[item - span]);
         const bool one = take && (!listed || fr_is(s, 1));
         const bool other = take && listed && !fr_is(s, 1) && !fr_is(s, 0);
         const uint32_t oi = warp_append(&counters[OTHERS], other);

@@ -325,8 +325,15 @@ impl GpuMsm {
                 .map_err(gpu_err)?;
         }
         self.scan(&mut ranks, w.len() + 1, &mut scratch.scan_tmp, s)?;
+        // The same ranks on the host (the device's are the kernels').
+        let host_ranks: Vec<u32> = std::iter::once(0)
+            .chain(w.iter().scan(0u32, |r, x| {
+                *r += x.count_ones();
+                Some(*r)
+            }))
+            .collect();
         s.synchronize().map_err(gpu_err)?;
-        Ok(DeviceDensity { words, ranks, len: mask.len(), set: mask.count_ones() })
+        Ok(DeviceDensity { words, ranks, host_ranks, len: mask.len(), set: mask.count_ones() })
     }
 
     /// Exclusive prefix sum of `data[..n]` in place (u32, totals < 2^32).

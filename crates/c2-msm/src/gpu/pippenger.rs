@@ -18,8 +18,8 @@ use super::instance::{
 use super::scratch::{Scratch, Slot};
 use crate::config::{measured_accumulate_blocks, BucketSum, Sort};
 use crate::plan::{
-    plan_windows, reduce_chunk, sort_fine_bits, sort_jobs, xyzz_segment, ScratchShape, WindowPlan, SORT_COARSE_MAX,
-    TWO_LEVEL_MAX_BUCKETS,
+    plan_windows, reduce_chunk, sort_fine_bits, sort_jobs, split_items, xyzz_segment, ScratchShape, WindowPlan,
+    SORT_COARSE_MAX, TWO_LEVEL_MAX_BUCKETS,
 };
 
 /// Kernel time per stage from CUDA events: `mark(name)` closes the stage
@@ -290,16 +290,21 @@ impl GpuMsm {
         let ones_base = scratch.ones_base.get(g, run).map_err(e)?.device_ptr();
         let (mask_ptr, rank_ptr) = mask.map_or((0, 0), |m| (m.words.device_ptr(), m.ranks.device_ptr()));
         let (lo, hi, counters_ptr) = (range.lo as u64, range.hi as u64, counters.device_ptr());
+        // Only the scalars whose bases can be in this run.
+        let (first, end) = split_items(n, mask.map(|m| &m.host_ranks[..]), range.lo, range.hi);
+        let span = end - first;
         match scalars {
             // SAFETY: n scalars in, at most one entry per base of the run in
             // each output list (each base meets one scalar).
             MsmScalars::Full(f) => unsafe {
                 self.kernels.split.launch(
                     s,
-                    Launch::new(grid(n, INT_THREADS), INT_THREADS),
+                    Launch::new(grid(span, INT_THREADS), INT_THREADS),
                     (
                         f.ptr(),
                         n as u64,
+                        first as u64,
+                        end as u64,
                         mask_ptr,
                         rank_ptr,
                         f.montgomery_flag(),
@@ -318,10 +323,12 @@ impl GpuMsm {
             MsmScalars::Compact(c) => unsafe {
                 self.kernels.split_compact.launch(
                     s,
-                    Launch::new(grid(n + c.listed, INT_THREADS), INT_THREADS),
+                    Launch::new(grid(span + c.listed, INT_THREADS), INT_THREADS),
                     (
                         c.bits.device_ptr(),
                         n as u64,
+                        first as u64,
+                        end as u64,
                         c.index.device_ptr(),
                         c.value.device_ptr(),
                         c.listed as u64,
