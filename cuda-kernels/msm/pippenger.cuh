@@ -62,6 +62,35 @@ __device__ __forceinline__ bool fr_is(const fr_t& s, uint32_t v) {
     return r;
 }
 
+/// Step 1's two shared parts. Whether scalar i, already known to be taken,
+/// stays taken under `mask` (may be null: base i) and within the run's
+/// bases [lo, hi), with its base in `base`: the k-th set scalar meets base
+/// k (`word_rank[w]`: the set bits before word w).
+__device__ __forceinline__ bool split_base(uint64_t i, const uint64_t* mask, const uint32_t* word_rank,
+                                           uint64_t lo, uint64_t hi, uint64_t& base) {
+    base = i;
+    if (mask) {
+        const uint64_t w = mask[i >> 6];
+        if (!((w >> (i & 63)) & 1)) return false;
+        base = word_rank[i >> 6] + __popcll(w & ((1ull << (i & 63)) - 1));
+    }
+    return base >= lo && base < hi;
+}
+
+/// Appends a scalar to the ones' list or the others' (value and base,
+/// renumbered from `lo`); every lane of the warp calls it (ballots).
+__device__ __forceinline__ void split_append(bool one, bool other, const fr_t& s, uint64_t base, uint64_t lo,
+                                             fr_t* others, uint32_t* others_base, uint32_t* ones_base,
+                                             uint32_t* counters) {
+    const uint32_t oi = warp_append(&counters[OTHERS], other);
+    const uint32_t pi = warp_append(&counters[ONES], one);
+    if (other) {
+        others[oi] = s;
+        others_base[oi] = (uint32_t)(base - lo);
+    }
+    if (one) ones_base[pi] = (uint32_t)(base - lo);
+}
+
 /// Step 1. `mask` (may be null) holds one bit per scalar; `word_rank[w]` the
 /// set bits before word w. The k-th set scalar meets base k; only bases in
 /// [lo, hi) are taken (one chunk of streamed bases), renumbered from 0.
@@ -75,26 +104,13 @@ __device__ __forceinline__ void split(const fr_t* scalars, uint64_t n, uint64_t 
     const uint64_t span = end > first ? end - first : 0;
     WARP_UNIFORM_LOOP(k, span) {
         const uint64_t i = first + k;
-        bool take = k < span && i < n;
-        uint64_t base = i;
-        if (take && mask) {
-            const uint64_t w = mask[i >> 6];
-            const uint64_t below = w & ((1ull << (i & 63)) - 1);
-            take = (w >> (i & 63)) & 1;
-            base = word_rank[i >> 6] + __popcll(below);
-        }
-        take = take && base >= lo && base < hi;
+        uint64_t base = 0;
+        const bool take = k < span && i < n && split_base(i, mask, word_rank, lo, hi, base);
         fr_t s = fr_zero();
         if (take) s = montgomery ? fr_unmont(scalars[i]) : fr_reduce(scalars[i]);
         const bool one = take && fr_is(s, 1);
         const bool other = take && !one && !fr_is(s, 0);
-        const uint32_t oi = warp_append(&counters[OTHERS], other);
-        const uint32_t pi = warp_append(&counters[ONES], one);
-        if (other) {
-            others[oi] = s;
-            others_base[oi] = (uint32_t)(base - lo);
-        }
-        if (one) ones_base[pi] = (uint32_t)(base - lo);
+        split_append(one, other, s, base, lo, others, others_base, ones_base, counters);
     }
 }
 
@@ -120,27 +136,15 @@ __device__ __forceinline__ void split_compact(const uint64_t* bits, uint64_t len
             i = full_index[item - span];
             take = i < len;
         }
-        uint64_t base = i;
-        if (take && mask) {
-            const uint64_t w = mask[i >> 6];
-            const uint64_t below = w & ((1ull << (i & 63)) - 1);
-            take = (w >> (i & 63)) & 1;
-            base = word_rank[i >> 6] + __popcll(below);
-        }
-        take = take && base >= lo && base < hi;
+        uint64_t base = 0;
+        take = take && split_base(i, mask, word_rank, lo, hi, base);
         // A bit item is a one; a listed value is classified as `split` does
         // (the compact form lists no 0 or 1, but a value is never trusted).
         fr_t s = fr_zero();
         if (take && listed) s = fr_unmont(full_value[item - span]);
         const bool one = take && (!listed || fr_is(s, 1));
         const bool other = take && listed && !fr_is(s, 1) && !fr_is(s, 0);
-        const uint32_t oi = warp_append(&counters[OTHERS], other);
-        const uint32_t pi = warp_append(&counters[ONES], one);
-        if (other) {
-            others[oi] = s;
-            others_base[oi] = (uint32_t)(base - lo);
-        }
-        if (one) ones_base[pi] = (uint32_t)(base - lo);
+        split_append(one, other, s, base, lo, others, others_base, ones_base, counters);
     }
 }
 
