@@ -719,8 +719,7 @@ fn plan_with(budget: usize, workers: usize, shape: &PartitionShape, floor: usize
     //    then resident parameters: the most bytes that fit beside those
     //    arenas.
     let room_left = budget - tables - workers * (vectors + arena(&tier, pass));
-    let repeated =
-        if floor > 0 && shape.repeated_matrices_bytes() <= room_left { shape.repeated_matrices_bytes() } else { 0 };
+    let repeated = Some(shape.repeated_matrices_bytes()).filter(|&r| floor > 0 && r <= room_left).unwrap_or(0);
     let params = shape.parameter_bytes();
     let keep = c2_vram::plan_residency(&params, room_left - repeated);
     let resident = [keep[0], keep[1], keep[2], keep[3], keep[4]];
