@@ -113,11 +113,6 @@ extern "C" __global__ void c2_scan_add(uint32_t* data, uint64_t n, const uint32_
 #include "msm/pippenger.cuh"
 #include "msm/batch_affine.cuh"
 
-// rank[w] = set bits in mask word w (scanned afterwards into ranks).
-extern "C" __global__ void c2_msm_mask_popc(const uint64_t* mask, uint64_t words, uint32_t* rank) {
-    GRID_STRIDE(i, words) { rank[i] = __popcll(mask[i]); }
-}
-
 extern "C" __global__ void c2_msm_split(const fr_t* scalars, uint64_t n, uint64_t first, uint64_t end,
                                         const uint64_t* mask, const uint32_t* word_rank,
                                         uint64_t montgomery, uint64_t lo, uint64_t hi, fr_t* others,

@@ -225,8 +225,6 @@ pub enum KernelId {
     ScanBlocks,
     /// Prefix sums: add the block offsets.
     ScanAdd,
-    /// MSM: set bits per mask word.
-    MsmMaskPopc,
     /// MSM: drop zeros and masked-out scalars, list ones, compact the rest.
     MsmSplit,
     /// MSM: the same from a compact witness (bits and listed values).
@@ -291,7 +289,7 @@ pub enum CurveStep {
 
 impl KernelId {
     /// Every entry point of the module.
-    pub const ALL: [KernelId; 50] = {
+    pub const ALL: [KernelId; 49] = {
         use CurveId::{G1, G2};
         use CurveStep as S;
         [
@@ -310,7 +308,6 @@ impl KernelId {
             Self::WitnessScatter,
             Self::ScanBlocks,
             Self::ScanAdd,
-            Self::MsmMaskPopc,
             Self::MsmSplit,
             Self::MsmSplitCompact,
             Self::MsmHistogram,
@@ -368,7 +365,6 @@ impl KernelId {
             Self::WitnessScatter => "c2_witness_scatter",
             Self::ScanBlocks => "c2_scan_blocks",
             Self::ScanAdd => "c2_scan_add",
-            Self::MsmMaskPopc => "c2_msm_mask_popc",
             Self::MsmSplit => "c2_msm_split",
             Self::MsmSplitCompact => "c2_msm_split_compact",
             Self::MsmHistogram => "c2_msm_histogram",

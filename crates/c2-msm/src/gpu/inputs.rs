@@ -139,9 +139,9 @@ impl<'a> From<&'a DeviceCompact> for MsmScalars<'a> {
 }
 
 /// A density mask on the device: the bit words and, per word, the number of
-/// set bits before it (computed on the GPU), with the ranks' host copy that
-/// bounds which scalars a run reads ([`crate::plan::split_items`]; 8 MB for
-/// a 32 GiB query's 130 M bits).
+/// set bits before it (counted once on the host and uploaded), with the
+/// ranks' host copy that bounds which scalars a run reads
+/// ([`crate::plan::split_items`]; 8 MB for a 32 GiB query's 130 M bits).
 pub struct DeviceDensity {
     pub(super) words: DeviceBuffer<u64>,
     pub(super) ranks: DeviceBuffer<u32>,

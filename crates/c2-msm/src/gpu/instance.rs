@@ -42,7 +42,6 @@ pub(super) const SUM_GROUP: usize = 32;
 pub(super) const MAX_BASES: usize = 1 << 31;
 
 pub(super) struct Kernels {
-    pub(super) mask_popc: Kernel,
     pub(super) split: Kernel,
     pub(super) split_compact: Kernel,
     pub(super) histogram: Kernel,
@@ -204,7 +203,6 @@ impl GpuMsm {
         let gpu = memory.gpu().clone();
         let k = |id| gpu.kernel(id).map_err(gpu_err);
         let kernels = Kernels {
-            mask_popc: k(KernelId::MsmMaskPopc)?,
             split: k(KernelId::MsmSplit)?,
             split_compact: k(KernelId::MsmSplitCompact)?,
             histogram: k(KernelId::MsmHistogram)?,
@@ -302,36 +300,29 @@ impl GpuMsm {
         Ok(())
     }
 
-    /// Uploads a density mask and computes its per-word ranks on the GPU.
+    /// Uploads a density mask with its per-word ranks, counted once on the
+    /// host: the split kernels read the device copy, and the host copy
+    /// bounds which scalars a run reads ([`crate::plan::split_items`]).
     pub fn upload_density(&self, mask: &Density) -> Result<DeviceDensity, MsmError> {
-        let (streams, scratch) = &mut *self.state.lock().map_err(|_| poisoned())?;
+        let (streams, _) = &mut *self.state.lock().map_err(|_| poisoned())?;
         let s = &streams.compute;
         let w = mask.as_words();
-        let mut words = self.memory.alloc::<u64>(w.len()).map_err(gpu_err)?;
-        // SAFETY: `w` is the mask's own pageable vector (nothing registers
-        // masks), which the driver stages before returning.
-        unsafe { words.upload_async(0, w, s) }.map_err(gpu_err)?;
-        let mut ranks = self.memory.alloc::<u32>(w.len() + 1).map_err(gpu_err)?;
-        ranks.zero_async(0, w.len() + 1, s).map_err(gpu_err)?;
-        // SAFETY: reads w.len() words, writes as many ranks.
-        unsafe {
-            self.kernels
-                .mask_popc
-                .launch(
-                    s,
-                    Launch::new(grid(w.len(), INT_THREADS), INT_THREADS),
-                    (words.device_ptr(), w.len() as u64, ranks.device_ptr()),
-                )
-                .map_err(gpu_err)?;
-        }
-        self.scan(&mut ranks, w.len() + 1, &mut scratch.scan_tmp, s)?;
-        // The same ranks on the host (the device's are the kernels').
+        // ranks[i] = set bits in words[..i]; one more entry than words.
         let host_ranks: Vec<u32> = std::iter::once(0)
             .chain(w.iter().scan(0u32, |r, x| {
                 *r += x.count_ones();
                 Some(*r)
             }))
             .collect();
+        let mut words = self.memory.alloc::<u64>(w.len()).map_err(gpu_err)?;
+        let mut ranks = self.memory.alloc::<u32>(host_ranks.len()).map_err(gpu_err)?;
+        // SAFETY: `w` and `host_ranks` are pageable vectors (nothing
+        // registers masks), which the driver stages before returning; the
+        // stream is synchronized below all the same.
+        unsafe {
+            words.upload_async(0, w, s).map_err(gpu_err)?;
+            ranks.upload_async(0, &host_ranks, s).map_err(gpu_err)?;
+        }
         s.synchronize().map_err(gpu_err)?;
         Ok(DeviceDensity { words, ranks, host_ranks, len: mask.len(), set: mask.count_ones() })
     }
